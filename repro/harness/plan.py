@@ -1,0 +1,116 @@
+"""LaunchPlan: a profile and a configuration turned into exact processes to start."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from repro.errors import UsageError
+from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange, fill
+from repro.ports import free_ports, require_free
+from repro.spec import RunSpec
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class RolePlan:
+    """One process: its exact argv, the environment it adds, and where it answers."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    port: int
+    health_url: str
+    router: bool
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """Roles in start order; the entry role starts last, once the others are healthy."""
+
+    roles: tuple[RolePlan, ...]
+    entry: str
+    config: dict[str, str]
+    engine_identity: str
+    health_timeout_s: float
+    stop_timeout_s: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def entry_url(self) -> str:
+        return self.role(self.entry).url
+
+    def role(self, name: str) -> RolePlan:
+        return next(r for r in self.roles if r.name == name)
+
+
+def _changes_for(profile: Profile, config: dict[str, str], role: str) -> list[RoleChange]:
+    """Knob effects on one role, in the order the profile declares its knobs."""
+    is_router = profile.roles[role].router
+    changes = []
+    for knob, spec in profile.knobs.items():
+        by_selector = spec.map.get(config[knob], {})
+        for selector in (SELECTOR_ALL, *(() if is_router else (SELECTOR_ENGINE,)), role):
+            if selector in by_selector:
+                changes.append(by_selector[selector])
+    return changes
+
+
+def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
+    """Allocate ports, fill every placeholder and apply every knob; nothing is started."""
+    topology = profile.topologies[config["topology"]]
+    names = topology.roles
+    extra = [p for r in names for p in profile.roles[r].ports]
+    if len(set(extra)) != len(extra):
+        raise UsageError("Profile roles declare the same extra port name twice; names must be unique.")
+    if spec.port is not None:
+        require_free(spec.port)
+    ports = iter(free_ports(len(names) + len(extra)))
+    role_port = {r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names}
+    unknown = set(spec.settings) - set(profile.settings)
+    if unknown:
+        raise UsageError(
+            f"Profile {profile.source or profile.engine.name} has no setting "
+            f"'{sorted(unknown)[0]}'; its settings are: {', '.join(sorted(profile.settings)) or 'none'}."
+        )
+    builtins = {"repro_python": sys.executable, "host": HOST, "seed": str(spec.seed)}
+    where = f"Profile {profile.source or profile.engine.name}"
+    # Settings may refer to built-ins (python = "{repro_python}"), not to each other.
+    values = builtins | {k: fill(v, builtins, where) for k, v in (profile.settings | spec.settings).items()}
+    values["python"] = spec.server_python or values.get("python", sys.executable)
+    for r in names:
+        values[f"{r}_port"] = str(role_port[r])
+        values[f"{r}_url"] = f"http://{HOST}:{role_port[r]}"
+    values.update({name: str(next(ports)) for name in extra})
+
+    roles = []
+    for r in names:
+        role = profile.roles[r]
+        command, args, env = list(role.command), [], dict(role.env)
+        for change in _changes_for(profile, config, r):
+            command = change.command or command
+            args += change.args
+            env |= change.env
+        server_args = [] if role.router else list(spec.server_args)
+        local = values | {"port": str(role_port[r])}
+        where = f"Role '{r}' of profile {profile.source or profile.engine.name}"
+        argv = [fill(a, local, where) for a in [*role.prefix, *command, *args]] + server_args
+        env = {k: fill(v, local, where) for k, v in env.items()}
+        health = f"http://{HOST}:{role_port[r]}{role.health}"
+        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router))
+    start_order = [r for r in roles if r.name != topology.entry] + [
+        r for r in roles if r.name == topology.entry
+    ]
+    return LaunchPlan(
+        roles=tuple(start_order),
+        entry=topology.entry,
+        config=dict(config),
+        engine_identity=profile.identity(),
+        health_timeout_s=spec.health_timeout_s or profile.engine.health_timeout_s,
+        stop_timeout_s=profile.engine.stop_timeout_s,
+    )

@@ -1,0 +1,216 @@
+"""Launch profiles: how one engine version turns knob values into processes, flags and env.
+
+A profile is TOML, validated strictly (a misspelled key is an error that names it).
+Its tables:
+
+    [engine]      name, version (the identity trials are cached under), start-up deadline
+    [settings]    named values for {placeholders}; `--set KEY=VALUE` overrides them
+    [topologies]  per topology: the roles to start, and the entry role clients talk to
+    [roles.R]     per role: command, health path, env, extra named ports, remote prefix
+    [knobs.K]     values, default, and per value what each role gets: args, env, or a
+                  replacement command; or `unmapped` (the engine has no such switch)
+
+Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
+Placeholders are `{name}`: a setting, `python`, `repro_python`, `host`, `port` (the role's
+own), `<role>_port`, `<role>_url`, each named extra port, and `seed`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from repro.errors import UsageError
+from repro.knobs import STORY_DEFAULTS, describe
+
+SELECTOR_ENGINE = "engine"
+SELECTOR_ALL = "all"
+REQUIRED = "REQUIRED"  # a setting the user must give (e.g. model_path)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoleChange(_Strict):
+    """What one knob value does to one role."""
+
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    command: list[str] | None = None
+
+
+class Unmapped(_Strict):
+    """A knob the engine has no switch for: only its built-in behaviour can be asked for."""
+
+    native: str
+    hint: str
+
+
+class KnobSpec(_Strict):
+    values: list[str] = Field(min_length=1)
+    default: str | None = None
+    description: str = ""
+    map: dict[str, dict[str, RoleChange]] = Field(default_factory=dict)
+    unmapped: Unmapped | None = None
+
+
+class RoleSpec(_Strict):
+    command: list[str] = Field(min_length=1)
+    health: str = "/health"
+    env: dict[str, str] = Field(default_factory=dict)
+    ports: list[str] = Field(default_factory=list, description="extra named ports to allocate")
+    prefix: list[str] = Field(default_factory=list, description="e.g. ssh to a remote host (seam)")
+    router: bool = False
+    preflight: Literal["sglang-server", "sglang-router"] | None = Field(
+        None, description="whose own argument parser checks this role's argv before launch"
+    )
+
+
+class TopologySpec(_Strict):
+    roles: list[str] = Field(min_length=1)
+    entry: str
+
+
+class EngineSpec(_Strict):
+    name: str
+    version: str
+    description: str = ""
+    health_timeout_s: float = 120.0
+    stop_timeout_s: float = 10.0
+
+
+class Profile(_Strict):
+    engine: EngineSpec
+    settings: dict[str, str] = Field(default_factory=dict)
+    topologies: dict[str, TopologySpec]
+    roles: dict[str, RoleSpec]
+    knobs: dict[str, KnobSpec] = Field(default_factory=dict)
+    source: Path | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Profile:
+        for name, topo in self.topologies.items():
+            for role in [*topo.roles, topo.entry]:
+                if role not in self.roles:
+                    raise ValueError(f"topology '{name}' names role '{role}', which has no [roles.{role}]")
+            if topo.entry not in topo.roles:
+                raise ValueError(f"topology '{name}': entry '{topo.entry}' is not among its roles")
+        if "topology" in self.knobs:
+            raise ValueError("'topology' comes from [topologies]; do not declare it under [knobs]")
+        for knob, spec in self.knobs.items():
+            default = self._default_of(knob, spec)
+            if default not in spec.values:
+                raise ValueError(f"knob '{knob}': default '{default}' is not one of {spec.values}")
+            for value, changes in spec.map.items():
+                if value not in spec.values:
+                    raise ValueError(f"knob '{knob}': map names value '{value}', not one of {spec.values}")
+                for selector in changes:
+                    if selector not in self.roles and selector not in (SELECTOR_ENGINE, SELECTOR_ALL):
+                        raise ValueError(f"knob '{knob}.{value}': unknown role selector '{selector}'")
+            if spec.unmapped and spec.unmapped.native != default:
+                raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        return self
+
+    @staticmethod
+    def _default_of(knob: str, spec: KnobSpec) -> str:
+        return spec.default or STORY_DEFAULTS.get(knob) or spec.values[0]
+
+    # -- knobs -----------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        """Engine name and version: trials are cached under it."""
+        return f"{self.engine.name} {self.engine.version}"
+
+    def knob_names(self) -> list[str]:
+        return ["topology", *self.knobs]
+
+    def knob_values(self, knob: str) -> list[str]:
+        if knob == "topology":
+            return list(self.topologies)
+        self._require_knob(knob)
+        return list(self.knobs[knob].values)
+
+    def defaults(self) -> dict[str, str]:
+        topology = STORY_DEFAULTS["topology"]
+        if topology not in self.topologies:
+            topology = next(iter(self.topologies))
+        return {"topology": topology} | {k: self._default_of(k, s) for k, s in self.knobs.items()}
+
+    def resolve_knobs(self, requested: dict[str, str]) -> dict[str, str]:
+        """Every knob this profile defines, with the requested values checked and defaults filled."""
+        config = self.defaults()
+        for knob, value in requested.items():
+            values = self.knob_values(knob)
+            if value not in values:
+                raise UsageError(
+                    f"Knob '{knob}' has no value '{value}' in profile {self._name()}; "
+                    f"choose one of: {', '.join(values)}."
+                )
+            spec = self.knobs.get(knob)
+            if spec and spec.unmapped and value != spec.unmapped.native:
+                raise UsageError(
+                    f"Profile {self._name()} cannot set {knob}={value}: {spec.unmapped.hint}"
+                )
+            config[knob] = value
+        return config
+
+    def _require_knob(self, knob: str) -> None:
+        if knob not in self.knobs:
+            raise UsageError(
+                f"Profile {self._name()} has no knob '{knob}'; "
+                f"its knobs are: {', '.join(self.knob_names())}."
+            )
+
+    def _name(self) -> str:
+        return self.source.name if self.source else self.engine.name
+
+    def describe(self, config: dict[str, str]) -> str:
+        return describe(config)
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def fill(template: str, values: dict[str, str], where: str) -> str:
+    """Replace `{name}` placeholders; JSON braces such as `{"a": 1}` are left alone."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(sorted(values))
+            raise UsageError(f"{where} uses the placeholder {{{name}}}, which is not defined; known: {known}.")
+        if values[name] == REQUIRED:
+            option = "--model-path M" if name == "model_path" else f"--set {name}=VALUE"
+            raise UsageError(f"{where} needs a value for '{name}'; give it with {option}.")
+        return values[name]
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def load_profile(path: Path) -> Profile:
+    """Read and validate a profile; any problem is one UsageError naming the file and key."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"Profile {path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Profile {path} cannot be read: {exc}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"Profile {path} is not valid TOML: {exc}.") from None
+    try:
+        return Profile(**data, source=Path(path))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        message = first["msg"].removeprefix("Value error, ")
+        raise UsageError(f"Profile {path} is invalid at '{key}': {message}.") from None
+
+
+def default_python() -> str:
+    return sys.executable
