@@ -29,7 +29,9 @@ def parse_assignment(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     name, value = name.strip().replace("-", "_"), value.strip()
     if not sep or not name or not value:
-        raise UsageError(f"'{text}' is not a knob setting; write it as name=value, e.g. index_k=bf16.")
+        raise UsageError(
+            f"'{text}' is not a knob setting; write it as name=value, e.g. index_k=bf16."
+        )
     return name, value
 
 
@@ -46,5 +48,7 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
 
 def describe(config: Mapping[str, str]) -> str:
     """`topology=pd,hicache=on,...` in a stable order: the common knobs first."""
-    order = [k for k in STORY_DEFAULTS if k in config] + sorted(k for k in config if k not in STORY_DEFAULTS)
+    order = [k for k in STORY_DEFAULTS if k in config] + sorted(
+        k for k in config if k not in STORY_DEFAULTS
+    )
     return ",".join(f"{k}={config[k]}" for k in order)

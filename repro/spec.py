@@ -19,15 +19,27 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Literal["sim", "sglang"] = Field("sim", description="engine family: the embedded engine or SGLang")
-    profile: Path | None = Field(None, description="launch profile (TOML); default: profiles/<backend>")
-    knobs: dict[str, str] = Field(default_factory=dict, description="requested knob values (profile fills the rest)")
-    settings: dict[str, str] = Field(default_factory=dict, description="profile settings overrides (--set K=V)")
+    backend: Literal["sim", "sglang"] = Field(
+        "sim", description="engine family: the embedded engine or SGLang"
+    )
+    profile: Path | None = Field(
+        None, description="launch profile (TOML); default: profiles/<backend>"
+    )
+    knobs: dict[str, str] = Field(
+        default_factory=dict, description="requested knob values (profile fills the rest)"
+    )
+    settings: dict[str, str] = Field(
+        default_factory=dict, description="profile settings overrides (--set K=V)"
+    )
     scenario: str = Field("agentic-coding", description="workload scenario")
     sessions: int = Field(80, ge=1, le=100_000, description="agent sessions to run")
-    concurrency: int | None = Field(None, ge=1, description="sessions in flight (default: all of them)")
+    concurrency: int | None = Field(
+        None, ge=1, description="sessions in flight (default: all of them)"
+    )
     seed: int = Field(0, ge=0, description="seed for the scenario and the engine")
-    context_max_tokens: int = Field(80_000, ge=4_000, le=1_000_000, description="prompt size a session grows to")
+    context_max_tokens: int = Field(
+        80_000, ge=4_000, le=1_000_000, description="prompt size a session grows to"
+    )
     max_turns: int = Field(100, ge=1, description="turn cap per session")
     max_output_tokens: int = Field(2048, ge=16, description="max_tokens per request")
     ramp_up_s: float = Field(2.0, ge=0, description="seconds over which sessions start")
@@ -36,10 +48,14 @@ class RunSpec(BaseModel):
     abort_rate: float = Field(0.0, ge=0, le=1, description="share of requests cancelled mid-stream")
     url: str | None = Field(None, description="use this running endpoint; launch nothing")
     port: int | None = Field(None, ge=1, le=65535, description="entry port (default: a free one)")
-    model: str | None = Field(None, description="model name in requests (default: the server's first)")
+    model: str | None = Field(
+        None, description="model name in requests (default: the server's first)"
+    )
     server_python: str | None = Field(None, description="the engine's interpreter")
     server_args: tuple[str, ...] = Field((), description="appended to every engine role's argv")
-    health_timeout_s: float | None = Field(None, gt=0, description="start-up deadline per role (profile default)")
+    health_timeout_s: float | None = Field(
+        None, gt=0, description="start-up deadline per role (profile default)"
+    )
     thinking: bool = Field(True, description="ask for thinking mode (reasoning before calls)")
 
     @field_validator("url")

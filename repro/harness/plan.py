@@ -67,11 +67,15 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     names = topology.roles
     extra = [p for r in names for p in profile.roles[r].ports]
     if len(set(extra)) != len(extra):
-        raise UsageError("Profile roles declare the same extra port name twice; names must be unique.")
+        raise UsageError(
+            "Profile roles declare the same extra port name twice; names must be unique."
+        )
     if spec.port is not None:
         require_free(spec.port)
     ports = iter(free_ports(len(names) + len(extra)))
-    role_port = {r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names}
+    role_port = {
+        r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names
+    }
     unknown = set(spec.settings) - set(profile.settings)
     if unknown:
         raise UsageError(
@@ -81,7 +85,9 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     builtins = {"repro_python": sys.executable, "host": HOST, "seed": str(spec.seed)}
     where = f"Profile {profile.source or profile.engine.name}"
     # Settings may refer to built-ins (python = "{repro_python}"), not to each other.
-    values = builtins | {k: fill(v, builtins, where) for k, v in (profile.settings | spec.settings).items()}
+    values = builtins | {
+        k: fill(v, builtins, where) for k, v in (profile.settings | spec.settings).items()
+    }
     values["python"] = spec.server_python or values.get("python", sys.executable)
     for r in names:
         values[f"{r}_port"] = str(role_port[r])

@@ -98,7 +98,9 @@ class Profile(_Strict):
         for name, topo in self.topologies.items():
             for role in [*topo.roles, topo.entry]:
                 if role not in self.roles:
-                    raise ValueError(f"topology '{name}' names role '{role}', which has no [roles.{role}]")
+                    raise ValueError(
+                        f"topology '{name}' names role '{role}', which has no [roles.{role}]"
+                    )
             if topo.entry not in topo.roles:
                 raise ValueError(f"topology '{name}': entry '{topo.entry}' is not among its roles")
         if "topology" in self.knobs:
@@ -109,10 +111,17 @@ class Profile(_Strict):
                 raise ValueError(f"knob '{knob}': default '{default}' is not one of {spec.values}")
             for value, changes in spec.map.items():
                 if value not in spec.values:
-                    raise ValueError(f"knob '{knob}': map names value '{value}', not one of {spec.values}")
+                    raise ValueError(
+                        f"knob '{knob}': map names value '{value}', not one of {spec.values}"
+                    )
                 for selector in changes:
-                    if selector not in self.roles and selector not in (SELECTOR_ENGINE, SELECTOR_ALL):
-                        raise ValueError(f"knob '{knob}.{value}': unknown role selector '{selector}'")
+                    if selector not in self.roles and selector not in (
+                        SELECTOR_ENGINE,
+                        SELECTOR_ALL,
+                    ):
+                        raise ValueError(
+                            f"knob '{knob}.{value}': unknown role selector '{selector}'"
+                        )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
         return self
@@ -184,7 +193,9 @@ def fill(template: str, values: dict[str, str], where: str) -> str:
         name = match.group(1)
         if name not in values:
             known = ", ".join(sorted(values))
-            raise UsageError(f"{where} uses the placeholder {{{name}}}, which is not defined; known: {known}.")
+            raise UsageError(
+                f"{where} uses the placeholder {{{name}}}, which is not defined; known: {known}."
+            )
         if values[name] == REQUIRED:
             option = "--model-path M" if name == "model_path" else f"--set {name}=VALUE"
             raise UsageError(f"{where} needs a value for '{name}'; give it with {option}.")

@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from repro.errors import UsageError
 from repro.scenarios.base import Message, PlannedCall, PlannedTurn, Scenario, Script, Session
 
-__all__ = ["PlannedCall", "PlannedTurn", "Scenario", "Script", "Session", "get_scenario", "names", "script_for"]
+__all__ = [
+    "PlannedCall",
+    "PlannedTurn",
+    "Scenario",
+    "Script",
+    "Session",
+    "get_scenario",
+    "names",
+    "script_for",
+]
 
 
 def _registry() -> dict[str, Scenario]:
@@ -23,7 +32,9 @@ def names() -> list[str]:
 def get_scenario(name: str) -> Scenario:
     scenarios = _registry()
     if name not in scenarios:
-        raise UsageError(f"Unknown scenario '{name}'; choose one of: {', '.join(sorted(scenarios))}.")
+        raise UsageError(
+            f"Unknown scenario '{name}'; choose one of: {', '.join(sorted(scenarios))}."
+        )
     return scenarios[name]
 
 
@@ -37,4 +48,4 @@ def script_for(tools: Sequence[Message]) -> Script:
     from repro.scenarios.generic import generic_script
 
     names_ = {t.get("function", {}).get("name") for t in tools}
-    return agent_script if TOOL_NAMES <= names_ else generic_script
+    return agent_script if names_ >= TOOL_NAMES else generic_script

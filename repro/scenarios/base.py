@@ -47,7 +47,9 @@ class Session(Protocol):
         """The first messages: system prompt and the task."""
         ...
 
-    def respond(self, calls: Sequence[ToolCall], call_ids: Sequence[str], prompt_tokens: int) -> list[Message]:
+    def respond(
+        self, calls: Sequence[ToolCall], call_ids: Sequence[str], prompt_tokens: int
+    ) -> list[Message]:
         """One `tool` message per call, sized so the next prompt lands on the schedule."""
         ...
 

@@ -33,4 +33,6 @@ def generic_script(messages: Sequence[Message], tools: Sequence[Message]) -> Pla
     params = function.get("parameters", {})
     props = params.get("properties", {})
     args = {k: _example_value(props.get(k, {})) for k in params.get("required", [])}
-    return PlannedTurn(reasoning="I will call the tool.", calls=(PlannedCall(function.get("name", "tool"), args),))
+    return PlannedTurn(
+        reasoning="I will call the tool.", calls=(PlannedCall(function.get("name", "tool"), args),)
+    )
