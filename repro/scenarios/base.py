@@ -48,9 +48,17 @@ class Session(Protocol):
         ...
 
     def respond(
-        self, calls: Sequence[ToolCall], call_ids: Sequence[str], prompt_tokens: int
+        self,
+        calls: Sequence[ToolCall],
+        call_ids: Sequence[str],
+        prompt_tokens: int,
+        completion_tokens: int,
     ) -> list[Message]:
         """One `tool` message per call, sized so the next prompt lands on the schedule."""
+        ...
+
+    def retry_notice(self) -> Message:
+        """The user message an agent framework sends when a reply had no usable call."""
         ...
 
     def semantic_defects(self, calls: Sequence[ToolCall]) -> list[Defect]:

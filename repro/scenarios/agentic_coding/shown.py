@@ -1,0 +1,65 @@
+"""What one session has been shown, and the semantic oracle that judges calls against it."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+
+from repro.checkers.verdict import Defect, ToolCall
+from repro.scenarios.agentic_coding.world import CodeLine
+
+
+class Shown:
+    """Paths, symbols, test ids and per-path code lines the session has seen so far."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.symbols: set[str] = set()
+        self.tests: set[str] = set()
+        self.lines: defaultdict[str, set[str]] = defaultdict(set)
+
+    def add_code(self, path: str, lines: Sequence[CodeLine]) -> None:
+        self.paths.add(path)
+        seen = self.lines[path]
+        for line in lines:
+            seen.add(line.text)
+            if line.symbol:
+                self.symbols.add(line.symbol)
+            if line.cited_path:
+                self.paths.add(line.cited_path)
+
+    def defects(self, calls: Sequence[ToolCall]) -> list[Defect]:
+        """A `semantic` defect for each argument that names something never shown here."""
+        found = []
+        for i, call in enumerate(calls):
+            try:
+                args = json.loads(call.arguments)
+            except ValueError:
+                continue  # the syntax checker reports unparseable arguments
+            if not isinstance(args, dict):
+                continue
+            problem = self._problem(call.name, args)
+            if problem:
+                found.append(Defect("semantic", 0, f"{call.name}: {problem}", f"tool_calls[{i}]"))
+        return found
+
+    def _problem(self, name: str, args: dict) -> str | None:
+        path = args.get("path")
+        if name in ("read_file", "edit_file") and isinstance(path, str) and path not in self.paths:
+            return f"path '{path}' was never shown to this session"
+        if name == "search_code":
+            query = args.get("query")
+            if isinstance(query, str) and query not in self.symbols:
+                return f"query '{query}' names a symbol this session was never shown"
+        if name == "run_tests":
+            target = args.get("target")
+            if isinstance(target, str) and target not in self.tests:
+                return f"target '{target}' is not a test this session was shown"
+        if name == "edit_file" and isinstance(args.get("old_text"), str) and isinstance(path, str):
+            for text in args["old_text"].split("\n"):
+                if text not in self.lines.get(path, ()):
+                    elsewhere = next((p for p, seen in self.lines.items() if text in seen), None)
+                    where = f"; it was shown in {elsewhere}" if elsewhere else ""
+                    return f"old_text line {text!r} was never shown in {path}{where}"
+        return None
