@@ -1,0 +1,236 @@
+"""Command line of the embedded engine: `serve` (SGLang-like flags) and `router`.
+
+    python -m repro.sim serve [--disaggregation-mode null|prefill|decode] --host H --port P ...
+    python -m repro.sim router --pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL ...
+
+Flag names mirror SGLang's (`sglang.launch_server`) and sglang-router's so launch profiles
+look alike; abbreviations are refused and unknown flags exit 2, as the real parsers
+with abbreviations off do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from repro.sim.config import (
+    DEFAULT_DEVICE_CACHE_TOKENS,
+    DEFAULT_STREAM_INTERVAL_TOKENS,
+    DEFAULT_TIME_SCALE,
+    EngineConfig,
+    RouterConfig,
+)
+
+DESCRIPTION = (
+    "repro.sim: an embedded SIMULATOR of an SGLang server running DeepSeek-V3.2 (DSML tool "
+    "calls). No model runs: a scripted agent answers, timing is modelled and time-compressed, "
+    "and the known PD/HiCache/index-K faults are modelled mechanisms with fix switches."
+)
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    """SGLang's boolean environment parsing: true/1/yes/y and false/0/no/n."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "y"):
+        return True
+    if lowered in ("false", "0", "no", "n"):
+        return False
+    return default
+
+
+def _serve_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run one engine role (single, prefill or decode)",
+        description=DESCRIPTION,
+        allow_abbrev=False,
+    )
+    p.add_argument("--disaggregation-mode", choices=("null", "prefill", "decode"), default="null")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument(
+        "--disaggregation-bootstrap-port",
+        type=int,
+        default=8998,
+        help="prefill: port of the KV hand-over server; decode: default when a request names none",
+    )
+    p.add_argument(
+        "--disaggregation-transfer-backend", choices=("mooncake", "nixl"), default="mooncake"
+    )
+    p.add_argument(
+        "--disaggregation-bootstrap-timeout",
+        type=float,
+        default=300.0,
+        help="seconds (wall) a KV hand-over may take before the request fails (SGLang: 300)",
+    )
+    p.add_argument("--tool-call-parser", choices=("deepseekv32",), default=None)
+    p.add_argument("--reasoning-parser", choices=("deepseek-v3",), default=None)
+    p.add_argument("--enable-hierarchical-cache", "--enable-hicache", action="store_true")
+    p.add_argument(
+        "--index-k-dtype",
+        choices=("fp8", "bf16"),
+        default="fp8",
+        help="index-K cache dtype (a fork patch in the story; bf16 is twice the bytes)",
+    )
+    p.add_argument(
+        "--index-k-gate",
+        choices=("buggy", "fixed"),
+        default="buggy",
+        help="fixed: the index-K read waits for the layer transfer",
+    )
+    p.add_argument(
+        "--abort-fix", action="store_true", help="handle decode-side aborts (no bootstrap wedge)"
+    )
+    p.add_argument(
+        "--drift-fix", action="store_true", help="remove the long-context attention drift"
+    )
+    p.add_argument("--disable-cuda-graph", action="store_true")
+    p.add_argument("--enable-custom-kernels", action="store_true")
+    p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--model-path", default="deepseek-ai/DeepSeek-V3.2")
+    p.add_argument("--context-length", type=int, default=131072)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=DEFAULT_TIME_SCALE,
+        help="wall seconds per modelled second (0.25: four times faster than the modelled GPU)",
+    )
+    p.add_argument(
+        "--stream-interval",
+        type=int,
+        default=DEFAULT_STREAM_INTERVAL_TOKENS,
+        help="tokens per decode slice and SSE chunk",
+    )
+    p.add_argument(
+        "--device-cache-tokens",
+        type=int,
+        default=DEFAULT_DEVICE_CACHE_TOKENS,
+        help="modelled device KV cache size in tokens (HiCache spills beyond it)",
+    )
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+
+
+def _router_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "router",
+        help="repro's PD router (sglang_router.launch_router's arguments)",
+        description=DESCRIPTION,
+        allow_abbrev=False,
+    )
+    p.add_argument("--pd-disaggregation", action="store_true", required=True)
+    p.add_argument(
+        "--prefill",
+        nargs="+",
+        required=True,
+        metavar=("URL", "BOOTSTRAP_PORT"),
+        help="prefill URL and its bootstrap port (or 'none')",
+    )
+    p.add_argument("--decode", required=True, metavar="URL")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--request-timeout-secs", type=float, default=600.0)
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m repro.sim", description=DESCRIPTION, allow_abbrev=False
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    _router_parser(sub)
+    return parser
+
+
+def engine_config(args: argparse.Namespace) -> EngineConfig:
+    role = "single" if args.disaggregation_mode == "null" else args.disaggregation_mode
+    return EngineConfig(
+        role=role,
+        host=args.host,
+        port=args.port,
+        bootstrap_port=args.disaggregation_bootstrap_port,
+        transfer_backend=args.disaggregation_transfer_backend,
+        tool_call_parser=args.tool_call_parser,
+        reasoning_parser=args.reasoning_parser,
+        hicache=args.enable_hierarchical_cache,
+        index_k_dtype=args.index_k_dtype,
+        index_k_gate=args.index_k_gate,
+        abort_fix=args.abort_fix,
+        drift_fix=args.drift_fix,
+        cuda_graph=not args.disable_cuda_graph,
+        custom_kernels=args.enable_custom_kernels,
+        topk_v2=_env_flag("SGLANG_OPT_USE_TOPK_V2", True),
+        enable_metrics=args.enable_metrics,
+        served_model_name=args.served_model_name or args.model_path,
+        model_path=args.model_path,
+        context_length_tokens=args.context_length,
+        seed=args.seed,
+        time_scale=args.time_scale,
+        stream_interval_tokens=max(1, args.stream_interval),
+        bootstrap_timeout_s=args.disaggregation_bootstrap_timeout,
+        device_cache_tokens=args.device_cache_tokens,
+        log_level=args.log_level,
+    )
+
+
+def router_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RouterConfig:
+    if len(args.prefill) > 2:
+        parser.error("--prefill takes a URL and an optional bootstrap port")
+    port_text = args.prefill[1] if len(args.prefill) == 2 else "none"
+    if port_text != "none" and not port_text.isdigit():
+        parser.error(f"--prefill bootstrap port must be a number or 'none', not {port_text!r}")
+    return RouterConfig(
+        prefill_url=args.prefill[0].rstrip("/"),
+        bootstrap_port=None if port_text == "none" else int(port_text),
+        decode_url=args.decode.rstrip("/"),
+        host=args.host,
+        port=args.port,
+        request_timeout_s=args.request_timeout_secs,
+        log_level=args.log_level,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request is noise
+    from repro.sim import serve  # after parsing, so --help stays fast
+
+    try:
+        if args.command == "router":
+            from repro.sim.router import build_router_app
+
+            rconfig = router_config(parser, args)
+            sockets = [serve.bind(rconfig.host, rconfig.port)]
+            return serve.run(build_router_app(rconfig), sockets, rconfig.log_level)
+        config = engine_config(args)
+        from repro.sim.engine import Engine
+        from repro.sim.server import PortDispatch, build_app, build_bootstrap_app
+
+        engine = Engine(config)
+        sockets = [serve.bind(config.host, config.port)]
+        app = build_app(engine)
+        if config.role == "prefill":
+            sockets.append(serve.bind(config.host, config.bootstrap_port))
+            app = PortDispatch(app, {config.bootstrap_port: build_bootstrap_app(engine)})
+        logging.getLogger("repro.sim").info(
+            "%s role=%s port=%d", "repro.sim simulator", config.role, config.port
+        )
+        return serve.run(app, sockets, config.log_level)
+    except serve.PortInUse as exc:
+        print(f"repro.sim: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,250 @@
+"""Serving one chat request per role: single, prefill (with its bootstrap side) or decode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.responses import Response, StreamingResponse
+
+from repro.sim.cache import CacheMatch, PrefixCache
+from repro.sim.config import EngineConfig
+from repro.sim.generation import Generation
+from repro.sim.metrics import EngineMetrics
+from repro.sim.model import encode_turn, plan_turn
+from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
+from repro.sim.prompt import render_prompt
+from repro.sim.request import BadRequest, ChatRequest
+from repro.sim.response import DONE, TurnRenderer, error_body, usage_of
+from repro.sim.scheduler import Scheduler
+from repro.sim.timing import CostModel
+from repro.sim.tokens import split_tokens
+
+log = logging.getLogger("repro.sim")
+
+
+def json_response(payload: bytes, status: int = 200) -> Response:
+    return Response(payload, status_code=status, media_type="application/json")
+
+
+class Engine:
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self.metrics = EngineMetrics()
+        self.cost = CostModel.for_config(config)
+        # SGLang's decode server runs without a radix cache unless asked (research/sglang.md §2).
+        cache = (
+            None
+            if config.role == "decode"
+            else PrefixCache(config.device_cache_tokens, config.hicache)
+        )
+        self.cache = cache
+        self.scheduler = Scheduler(config, self.cost, cache, self.metrics)
+        self.board = HandoverBoard() if config.role == "prefill" else None
+        self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
+        self.ready = False
+        self.started_at = time.time()
+        self._by_rid: dict[str, Generation] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self.scheduler.run(), name="scheduler")
+        self.ready = True
+
+    async def stop(self) -> None:
+        self.ready = False
+        if self._task is not None:
+            self._task.cancel()
+        for gen in list(self._by_rid.values()):
+            self.scheduler.abort(gen)
+        if self.receiver is not None:
+            await self.receiver.aclose()
+
+    # --- chat ------------------------------------------------------------------------
+
+    async def chat(self, body: bytes) -> Response:
+        try:
+            req = ChatRequest.from_body(body)
+        except BadRequest as exc:
+            return json_response(error_body(str(exc), 400), 400)
+        prompt = render_prompt(req.messages, req.tools, req.thinking)
+        limit = self.config.context_length_tokens
+        if prompt.prompt_tokens > limit:
+            message = (
+                f"The input ({prompt.prompt_tokens} tokens) is longer than the model's "
+                f"context length ({limit} tokens)."
+            )
+            return json_response(error_body(message, 400), 400)
+        if self.config.role == "prefill":
+            return await self._prefill(
+                req, Generation(req.rid, prompt, [], room=req.bootstrap_room)
+            )
+        completion = encode_turn(plan_turn(req.messages, req.tools), req.thinking)
+        gen = Generation(req.rid, prompt, split_tokens(completion), room=req.bootstrap_room)
+        gen.max_tokens = req.max_tokens
+        if self.config.role == "decode" and req.bootstrap_room is not None:
+            error = await self._receive_kv(req, gen)
+            if error is not None:
+                return error
+            self.scheduler.add_decode(gen)
+        else:
+            self.scheduler.add_prefill(gen)
+        self._by_rid[gen.rid] = gen
+        renderer = TurnRenderer(
+            gen.rid,
+            req.model or self.config.served_model_name,
+            int(time.time()),
+            split_reasoning=bool(self.config.reasoning_parser)
+            and req.thinking
+            and req.separate_reasoning,
+            tool_names=req.tool_names if self.config.tool_call_parser else None,
+        )
+        if req.stream:
+            return StreamingResponse(
+                self._stream(req, gen, renderer), media_type="text/event-stream"
+            )
+        return await self._collect(gen, renderer)
+
+    async def _receive_kv(self, req: ChatRequest, gen: Generation) -> Response | None:
+        assert self.receiver is not None and req.bootstrap_room is not None
+        host = req.bootstrap_host or "127.0.0.1"
+        port = req.bootstrap_port or self.config.bootstrap_port
+        try:
+            info = await self.receiver.fetch(host, port, req.bootstrap_room)
+        except TransferError as exc:
+            self.metrics.transfer_failed_total += 1
+            log.warning("%s", exc)
+            return json_response(error_body(str(exc), 500, "InternalServerError"), 500)
+        gen.match = CacheMatch(int(info.get("device_tokens", 0)), int(info.get("host_tokens", 0)))
+        return None
+
+    def _usage(self, gen: Generation) -> dict[str, Any]:
+        return usage_of(gen.prompt_tokens, gen.emitted_tokens, gen.match.cached_tokens)
+
+    async def _stream(
+        self, req: ChatRequest, gen: Generation, renderer: TurnRenderer
+    ) -> AsyncIterator[bytes]:
+        completed = False
+        try:
+            first = True
+            while (piece := await gen.out.get()) is not None:
+                events = renderer.delta_events(*renderer.feed(piece))
+                if first:
+                    events.insert(0, renderer.chunk({"role": "assistant", "content": ""}))
+                    first = False
+                if events:
+                    yield b"".join(events)
+            events = renderer.delta_events(*renderer.finish())
+            events.append(renderer.chunk({}, renderer.finish_reason(gen.finish_reason)))
+            if req.include_usage:
+                events.append(renderer.usage_event(self._usage(gen)))
+            events.append(DONE)
+            completed = True
+            yield b"".join(events)
+        finally:
+            # Runs on normal end and when the client goes away mid-stream (a cancel).
+            self._by_rid.pop(gen.rid, None)
+            if not completed:
+                self._client_gone(gen)
+
+    async def _collect(self, gen: Generation, renderer: TurnRenderer) -> Response:
+        try:
+            while (piece := await gen.out.get()) is not None:
+                renderer.feed(piece)
+        finally:
+            self._by_rid.pop(gen.rid, None)
+        renderer.finish()
+        reason = renderer.finish_reason(gen.finish_reason)
+        return json_response(renderer.body(reason, self._usage(gen)))
+
+    def _client_gone(self, gen: Generation) -> None:
+        if not self.scheduler.abort(gen):
+            return
+        if self.receiver is not None and gen.room is not None:
+            # The decode side tells prefill's bootstrap server, as a real transfer engine would.
+            task = asyncio.create_task(self._notify_abort(gen))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _notify_abort(self, gen: Generation) -> None:
+        assert self.receiver is not None and gen.room is not None
+        await self.receiver.notify_abort("127.0.0.1", self.config.bootstrap_port, gen.room)
+
+    # --- prefill side ----------------------------------------------------------------
+
+    async def _prefill(self, req: ChatRequest, gen: Generation) -> Response:
+        assert self.board is not None
+        room = req.bootstrap_room
+        handover = self.board.entry(room) if room is not None else None
+        self._by_rid[gen.rid] = gen
+        try:
+            self.scheduler.add_prefill(gen)
+            await gen.prefilled.wait()
+            if handover is not None and room is not None and gen.finish_reason != "abort":
+                info = {
+                    "prompt_tokens": gen.prompt_tokens,
+                    "device_tokens": gen.match.device_tokens,
+                    "host_tokens": gen.match.host_tokens,
+                    "transfer_s": self.cost.transfer_s(gen.prompt_tokens),
+                }
+                self.board.publish(room, info)
+                try:
+                    await asyncio.wait_for(handover.fetched.wait(), self.config.bootstrap_timeout_s)
+                except TimeoutError:
+                    self.metrics.bootstrap_failed_total += 1
+                    message = f"KV transfer for room {room} timed out: decode never fetched it."
+                    return json_response(error_body(message, 500, "InternalServerError"), 500)
+        finally:
+            self._by_rid.pop(gen.rid, None)
+            if room is not None:
+                self.board.discard(room)
+        reason = "abort" if gen.finish_reason == "abort" else "length"
+        renderer = TurnRenderer(
+            gen.rid,
+            req.model or self.config.served_model_name,
+            int(time.time()),
+            split_reasoning=False,
+            tool_names=None,
+        )
+        return json_response(
+            renderer.body(reason, usage_of(gen.prompt_tokens, 0, gen.match.cached_tokens))
+        )
+
+    async def serve_kv(self, room: int, timeout_s: float) -> Response:
+        """Bootstrap side: wait for the room's prefill, transfer, answer the facts."""
+        assert self.board is not None
+        handover = self.board.entry(room)
+        try:
+            await asyncio.wait_for(handover.ready.wait(), timeout_s)
+        except TimeoutError:
+            self.board.discard(room)
+            return json_response(error_body(f"room {room} never prefilled", 504, "Timeout"), 504)
+        info = handover.info or {}
+        await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
+        handover.fetched.set()
+        return json_response(orjson.dumps(info))
+
+    def room_aborted(self, room: int) -> None:
+        """Decode dropped a room it had fetched (the client went away mid-stream)."""
+
+    # --- control ---------------------------------------------------------------------
+
+    def abort_request(self, rid: str | None, abort_all: bool) -> int:
+        targets = (
+            list(self._by_rid.values())
+            if abort_all
+            else [g for r, g in self._by_rid.items() if r == rid]
+        )
+        return sum(self.scheduler.abort(g) for g in targets)
+
+    def flush_cache(self) -> bool:
+        if not self.scheduler.idle:
+            return False
+        if self.cache is not None:
+            self.cache.flush()
+        return True

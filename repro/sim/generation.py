@@ -1,0 +1,45 @@
+"""One request's state inside the engine, from arrival to its last token."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from repro.sim.cache import CacheMatch
+from repro.sim.prompt import RenderedPrompt
+
+NO_MATCH = CacheMatch(0, 0)
+
+
+@dataclass(slots=True, eq=False)
+class Generation:
+    """Mutable on purpose: the scheduler advances it step by step.
+
+    `tokens` is the planned completion (empty on a prefill server); the scheduler puts
+    lists of token strings on `out` as they are "generated", then None when it ends.
+    """
+
+    rid: str
+    prompt: RenderedPrompt
+    tokens: list[str]
+    room: int | None = None
+    out: asyncio.Queue[list[str] | None] = field(default_factory=asyncio.Queue)
+    prefilled: asyncio.Event = field(default_factory=asyncio.Event)
+    match: CacheMatch = NO_MATCH
+    emitted_tokens: int = 0
+    finish_reason: str | None = None  # "stop" | "length" | "abort"
+    max_tokens: int | None = None
+    arrived_at_s: float = 0.0  # modelled clock
+    first_token_at_s: float | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.prompt.prompt_tokens
+
+    @property
+    def context_tokens(self) -> int:
+        return self.prompt.prompt_tokens + self.emitted_tokens
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None

@@ -1,0 +1,71 @@
+"""A chat-completions request as the engine reads it (OpenAI schema plus SGLang's extras)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+class BadRequest(ValueError):
+    """The request cannot be served as sent (HTTP 400, SGLang's error shape)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    rid: str
+    model: str | None
+    stream: bool
+    include_usage: bool
+    max_tokens: int | None
+    thinking: bool
+    separate_reasoning: bool
+    tool_choice: Any
+    bootstrap_host: str | None
+    bootstrap_port: int | None
+    bootstrap_room: int | None
+
+    @classmethod
+    def from_body(cls, body: bytes) -> ChatRequest:
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"Request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadRequest("Request body must be a JSON object.")
+        messages = data.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("'messages' must be a non-empty list.")
+        tools = data.get("tools") or []
+        if not isinstance(tools, list):
+            raise BadRequest("'tools' must be a list.")
+        max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise BadRequest("'max_tokens' must be a positive integer.")
+        kwargs = data.get("chat_template_kwargs") or {}
+        stream_options = data.get("stream_options") or {}
+        room = data.get("bootstrap_room")
+        port = data.get("bootstrap_port")
+        return cls(
+            messages=messages,
+            tools=tools if data.get("tool_choice") != "none" else [],
+            rid=str(data.get("rid") or f"chatcmpl-{uuid.uuid4().hex}"),
+            model=data.get("model"),
+            stream=bool(data.get("stream", False)),
+            include_usage=bool(stream_options.get("include_usage", False)),
+            max_tokens=max_tokens,
+            thinking=bool(kwargs.get("thinking", kwargs.get("enable_thinking", False))),
+            separate_reasoning=data.get("separate_reasoning", True) is not False,
+            tool_choice=data.get("tool_choice"),
+            bootstrap_host=data.get("bootstrap_host"),
+            bootstrap_port=int(port) if port is not None else None,
+            bootstrap_room=int(room) if room is not None else None,
+        )
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(t.get("function", {}).get("name", "") for t in self.tools)

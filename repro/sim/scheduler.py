@@ -1,0 +1,208 @@
+"""Continuous batching on a modelled clock: prefill batches first, then decode steps.
+
+One asyncio task per server. Each iteration either runs one prefill batch (waiting
+requests up to a token budget, as SGLang's chunked-prefill budget) or one decode slice
+(`stream_interval` tokens for every running request). It sleeps the modelled duration
+times `--time-scale`, so batching, queueing and their interleaving are real while the
+arithmetic stays cheap: per iteration the work is O(requests in the batch).
+
+The modelled clock only moves by step durations (or catches up with the wall clock
+when idle), so what the fault model decides depends on the interleaving, not on how
+busy this CPU happens to be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+from repro.sim.cache import PrefixCache
+from repro.sim.config import EngineConfig
+from repro.sim.generation import Generation
+from repro.sim.metrics import EngineMetrics
+from repro.sim.timing import CostModel
+
+PREFILL_BUDGET_TOKENS = 8192
+
+# Hooks the fault model attaches to (faults.py); None means a healthy engine.
+PrefillHook = Callable[[list[Generation], float, float], None]
+DecodeHook = Callable[[list[Generation], float], None]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: EngineConfig,
+        cost: CostModel,
+        cache: PrefixCache | None,
+        metrics: EngineMetrics,
+        on_prefill: PrefillHook | None = None,
+        on_decode: DecodeHook | None = None,
+    ) -> None:
+        self._config = config
+        self._cost = cost
+        self._cache = cache
+        self._metrics = metrics
+        self._on_prefill = on_prefill
+        self._on_decode = on_decode
+        self._waiting: deque[Generation] = deque()
+        self._running: list[Generation] = []
+        self._wake = asyncio.Event()
+        self._started_wall_s = time.monotonic()
+        self.clock_s = 0.0
+
+    @property
+    def num_running(self) -> int:
+        return len(self._running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def idle(self) -> bool:
+        return not self._running and not self._waiting
+
+    def running(self) -> list[Generation]:
+        return list(self._running)
+
+    def now_s(self) -> float:
+        """The modelled clock, caught up with the wall clock (for arrivals)."""
+        return max(
+            self.clock_s,
+            (time.monotonic() - self._started_wall_s) / max(self._config.time_scale, 1e-9),
+        )
+
+    def add_prefill(self, gen: Generation) -> None:
+        gen.arrived_at_s = self.now_s()
+        self._waiting.append(gen)
+        self._metrics.requests_total += 1
+        self._wake.set()
+
+    def add_decode(self, gen: Generation) -> None:
+        """A request whose KV is in place (decode side, after the PD hand-over)."""
+        if gen.finished:
+            return
+        gen.arrived_at_s = self.now_s()
+        self._running.append(gen)
+        self._metrics.requests_total += 1
+        self._wake.set()
+
+    def abort(self, gen: Generation) -> bool:
+        """Stop a request wherever it is; its stream ends with finish_reason "abort"."""
+        if gen.finished:
+            return False
+        if gen in self._waiting:
+            self._waiting.remove(gen)
+        if gen in self._running:
+            self._running.remove(gen)
+        gen.finish_reason = "abort"
+        gen.out.put_nowait(None)
+        gen.prefilled.set()
+        self._metrics.aborted_requests_total += 1
+        return True
+
+    def all_generations(self) -> list[Generation]:
+        return [*self._waiting, *self._running]
+
+    async def run(self) -> None:
+        """The scheduler loop; runs until cancelled."""
+        while True:
+            self._update_gauges()
+            if self.idle:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self._waiting:
+                await self._prefill_step()
+            else:
+                await self._decode_step()
+
+    async def _sleep_modelled(self, start_s: float, duration_s: float) -> None:
+        self.clock_s = start_s + duration_s
+        await asyncio.sleep(duration_s * self._config.time_scale)
+
+    def _take_prefill_batch(self) -> list[Generation]:
+        batch: list[Generation] = []
+        budget = PREFILL_BUDGET_TOKENS
+        while self._waiting:
+            gen = self._waiting[0]
+            match = self._cache.match(gen.prompt) if self._cache else gen.match
+            new_tokens = gen.prompt_tokens - match.cached_tokens
+            if batch and new_tokens > budget:
+                break
+            self._waiting.popleft()
+            gen.match = match
+            budget -= new_tokens
+            batch.append(gen)
+        return batch
+
+    async def _prefill_step(self) -> None:
+        start_s = self.now_s()
+        batch = self._take_prefill_batch()
+        compute_s = self._cost.prefill_base_s
+        load_s = 0.0
+        for gen in batch:
+            new_tokens = gen.prompt_tokens - gen.match.cached_tokens
+            compute_s += (
+                self._cost.prefill_s(new_tokens, gen.prompt_tokens) - self._cost.prefill_base_s
+            )
+            load_s += self._cost.host_load_s(
+                gen.match.host_tokens, self._config.index_k_bytes_per_token
+            )
+            self._metrics.prompt_tokens_total += gen.prompt_tokens
+            self._metrics.cached_tokens_total += gen.match.cached_tokens
+            self._metrics.load_back_tokens_total += gen.match.host_tokens
+        # KV load-back is layer-wise and overlaps compute; the forward ends after both.
+        duration_s = max(compute_s, load_s + self._cost.prefill_base_s)
+        if self._on_prefill is not None:
+            self._on_prefill(batch, start_s, duration_s)
+        await self._sleep_modelled(start_s, duration_s)
+        for gen in batch:
+            if gen.finished:
+                continue
+            if self._cache is not None:
+                self._cache.insert(gen.prompt)
+            gen.prefilled.set()
+            if gen.tokens:  # single server: the prefill forward yields the first token
+                self._emit(gen, 1)
+                if not gen.finished:
+                    self._running.append(gen)
+
+    async def _decode_step(self) -> None:
+        start_s = self.now_s()
+        steps = self._config.stream_interval_tokens
+        context_tokens = sum(g.context_tokens for g in self._running)
+        duration_s = steps * self._cost.decode_step_s(len(self._running), context_tokens)
+        if self._on_decode is not None:
+            self._on_decode(self._running, start_s)
+        await self._sleep_modelled(start_s, duration_s)
+        for gen in list(self._running):
+            if not gen.finished:
+                self._emit(gen, steps)
+            if gen.finished and gen in self._running:
+                self._running.remove(gen)
+
+    def _emit(self, gen: Generation, count: int) -> None:
+        limit = len(gen.tokens)
+        if gen.max_tokens is not None:
+            limit = min(limit, gen.max_tokens)
+        end = min(gen.emitted_tokens + count, limit)
+        piece = gen.tokens[gen.emitted_tokens : end]
+        if piece:
+            if gen.first_token_at_s is None:
+                gen.first_token_at_s = self.clock_s
+            gen.out.put_nowait(piece)
+            self._metrics.generation_tokens_total += len(piece)
+        gen.emitted_tokens = end
+        if end >= limit:
+            gen.finish_reason = "stop" if end >= len(gen.tokens) else "length"
+            gen.out.put_nowait(None)
+
+    def _update_gauges(self) -> None:
+        self._metrics.num_running_reqs = len(self._running)
+        self._metrics.num_queue_reqs = len(self._waiting)
+        if self._cache is not None:
+            self._metrics.kv_used_tokens = self._cache.device_tokens
