@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from repro.scenarios.agentic_coding import texts
 from repro.scenarios.agentic_coding.shown import Shown
 from repro.scenarios.agentic_coding.world import CodeLine, World
 
+T = TypeVar("T")
 CHARS_PER_TOKEN = 4  # the budget is approximate; the next turn re-aims from the server's usage
-LINE_CHARS = 56  # a numbered code line, on average
+MIN_LINES = 8
 
 
 def _numbered(lines: list[CodeLine], first: int) -> str:
     return "\n".join(f"{first + i:>6}\t{line.text}" for i, line in enumerate(lines))
+
+
+def _take(budget_tokens: int, rows: Iterable[T], size: Callable[[T], int]) -> list[T]:
+    """Rows in order until their text fills the budget (at least MIN_LINES of them)."""
+    budget, taken = budget_tokens * CHARS_PER_TOKEN, []
+    for row in rows:
+        if len(taken) >= MIN_LINES and budget <= 0:
+            break
+        taken.append(row)
+        budget -= size(row)
+    return taken
+
+
+def _code_size(line: CodeLine) -> int:
+    return 8 + len(line.text)  # the number column, the tab and the newline
 
 
 class ToolSimulator:
@@ -41,17 +57,15 @@ class ToolSimulator:
         except (KeyError, TypeError, ValueError) as exc:
             return f"{texts.HEAD_ERROR} invalid arguments for {name}: {exc}"
 
-    def _line_count(self, budget_tokens: int) -> int:
-        return max(8, budget_tokens * CHARS_PER_TOKEN // LINE_CHARS)
-
     def _read(self, args: dict[str, Any], budget_tokens: int, _: bool) -> str:
         path = args["path"]
         if path not in self.world.lengths:
             return f"{texts.HEAD_ERROR} no such file: {path}"
         length = self.world.lengths[path]
         start = min(max(1, int(args["start_line"])), length)
-        end = min(length, start + self._line_count(budget_tokens) - 1)
-        lines = self.world.code(path, start, end)
+        rows = (self.world.line(path, n) for n in range(start, length + 1))
+        lines = _take(budget_tokens, rows, _code_size)
+        end = start + len(lines) - 1
         self.shown.add_code(path, lines)
         return (
             f"{texts.HEAD_READ} {path} lines {start}-{end} of {length}\n{_numbered(lines, start)}"
@@ -59,11 +73,12 @@ class ToolSimulator:
 
     def _search(self, args: dict[str, Any], budget_tokens: int, _: bool) -> str:
         query = str(args["query"])
-        limit = min(int(args.get("max_results", 500)), self._line_count(budget_tokens))
+        limit = int(args.get("max_results", 500))
         places = self.world.occurrences(query, limit) if query in self.world.home else []
-        out = [f'{texts.HEAD_SEARCH} {len(places)} matches for "{query}"']
-        for path, number in places:
-            line = self.world.line(path, number)
+        hits = [(path, number, self.world.line(path, number)) for path, number in places]
+        hits = _take(budget_tokens, hits, lambda hit: len(hit[0]) + 10 + len(hit[2].text))
+        out = [f'{texts.HEAD_SEARCH} {len(hits)} matches for "{query}"']
+        for path, number, line in hits:
             self.shown.add_code(path, [line])
             out.append(f"{path}:{number}: {line.text}")
         return "\n".join(out)
@@ -72,10 +87,13 @@ class ToolSimulator:
         path, old = args["path"], str(args["old_text"])
         if path not in self.world.lengths:
             return f"{texts.HEAD_ERROR} no such file: {path}"
-        if old.split("\n")[0] not in self.shown.lines.get(path, ()):
+        if old.split("\n")[0].strip() not in self.shown.lines.get(path, ()):
             return f"{texts.HEAD_ERROR} old_text does not occur in {path}"
-        at = self.world.digest("edit", path, old) % (self.world.lengths[path] - 40) + 1
-        lines = self.world.code(path, at, at + self._line_count(budget_tokens) - 1)
+        length = self.world.lengths[path]
+        at = self.world.digest("edit", path, old) % (length - 40) + 1
+        lines = _take(
+            budget_tokens, (self.world.line(path, n) for n in range(at, length + 1)), _code_size
+        )
         self.shown.add_code(path, lines)
         return (
             f"{texts.HEAD_EDIT} {path}: replaced 1 occurrence at line {at + 3}\n"

@@ -36,20 +36,28 @@ def _task(messages: Sequence[Message]) -> tuple[str, str, str]:
     return "tests", "Error", "main"
 
 
-def _latest_results(messages: Sequence[Message]) -> list[str]:
-    """The newest group of useful tool results, skipping errors and retry notices."""
+def _latest_results(messages: Sequence[Message]) -> tuple[list[str], bool]:
+    """The newest group of useful tool results, and whether the very last group failed.
+
+    Errors and retry notices are skipped, so the agent resumes from what it last learned;
+    the flag lets it change course instead of repeating a call that just failed.
+    """
     group: list[str] = []
+    failed = newest = False
     for message in reversed(messages):
         role = message.get("role")
         if role == "tool":
             content = str(message.get("content", ""))
             if not content.startswith(texts.HEAD_ERROR):
                 group.append(content)
-        elif role == "assistant" and group:
-            return group[::-1]
+        elif role == "assistant":
+            if group:
+                return group[::-1], failed
+            failed = failed or not newest  # the newest assistant turn's results were all errors
+            newest = True
         elif role == "user" and message.get("content") != texts.RETRY_NOTICE:
             break
-    return group[::-1]
+    return group[::-1], failed
 
 
 def _read_lines(result: str) -> tuple[str, list[tuple[int, str]]]:
@@ -162,7 +170,13 @@ def _after_tests(result: str, test: str, symbol: str) -> PlannedTurn:
 def agent_script(messages: Sequence[Message], tools: Sequence[Message]) -> PlannedTurn:
     """The next turn of the agentic-coding agent."""
     test, _, symbol = _task(messages)
-    results = _latest_results(messages)
+    results, failed = _latest_results(messages)
+    if failed:
+        return PlannedTurn(
+            f"That call failed. I'll run {test} to see where things stand.",
+            "",
+            (PlannedCall("run_tests", {"target": test, "max_failures": 1}),),
+        )
     if not results:
         return _search(symbol, f"The failing test is {test}.", 0)
     latest = results[0]

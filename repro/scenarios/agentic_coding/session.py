@@ -34,11 +34,14 @@ class CodingSession:
         self.shown.symbols.add(world.failing_symbol)
         self.shown.tests.add(world.failing_test)
         self.shown.paths.add(home)
+        listing = "\n".join(f"  {path} ({world.lengths[path]})" for path in world.paths)
+        self.shown.paths.update(world.paths)
         task = texts.TASK.format(
             test=world.failing_test,
             package=world.package,
             error=world.error,
             symbol=world.failing_symbol,
+            listing=listing,
         )
         return [
             {"role": "system", "content": texts.SYSTEM_PROMPT},
@@ -72,5 +75,5 @@ class CodingSession:
         return self.shown.defects(calls)
 
     def finished(self, prompt_tokens: int) -> bool:
-        """A guard: stop before the next turn could pass the ceiling."""
-        return prompt_tokens + STEP_TOKENS > self.context_max_tokens + STEP_TOKENS // 2
+        """A guard: stop when the next turn would pass the ceiling."""
+        return prompt_tokens + STEP_TOKENS > self.context_max_tokens

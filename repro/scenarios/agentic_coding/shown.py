@@ -11,7 +11,11 @@ from repro.scenarios.agentic_coding.world import CodeLine
 
 
 class Shown:
-    """Paths, symbols, test ids and per-path code lines the session has seen so far."""
+    """Paths, symbols, test ids and per-path code lines the session has seen so far.
+
+    Lines are kept without surrounding whitespace: SGLang's DSML detector strips string
+    values, so a faithful engine may return `old_text` without its indentation.
+    """
 
     def __init__(self) -> None:
         self.paths: set[str] = set()
@@ -23,7 +27,7 @@ class Shown:
         self.paths.add(path)
         seen = self.lines[path]
         for line in lines:
-            seen.add(line.text)
+            seen.add(line.text.strip())
             if line.symbol:
                 self.symbols.add(line.symbol)
             if line.cited_path:
@@ -57,7 +61,7 @@ class Shown:
             if isinstance(target, str) and target not in self.tests:
                 return f"target '{target}' is not a test this session was shown"
         if name == "edit_file" and isinstance(args.get("old_text"), str) and isinstance(path, str):
-            for text in args["old_text"].split("\n"):
+            for text in (t.strip() for t in args["old_text"].split("\n")):
                 if text not in self.lines.get(path, ()):
                     elsewhere = next((p for p, seen in self.lines.items() if text in seen), None)
                     where = f"; it was shown in {elsewhere}" if elsewhere else ""

@@ -53,7 +53,7 @@ repository: a failure is always real and reproducible.
 TASK = (
     "The test {test} fails in the repository of package `{package}` with {error} raised from "
     "`{symbol}`. Find the cause, fix it with the smallest edit, and run {test} until it passes. "
-    "Then reply with a summary."
+    "Then reply with a summary.\n\nRepository layout (path, lines):\n{listing}"
 )
 
 RETRY_NOTICE = "Your last reply did not contain a valid tool call. Continue with the task."

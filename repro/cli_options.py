@@ -1,0 +1,154 @@
+"""The options `run`, `gate`, `preflight` and `bisect` share, and how they become a RunSpec.
+
+Help texts and defaults are read from RunSpec's fields, so `--help`, spec.json and the code
+cannot disagree. Knob options default to None: the profile (or the story) decides.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from repro.errors import UsageError
+from repro.knobs import STORY_DEFAULTS, parse_assignments
+from repro.spec import RunSpec
+
+RUN = "Run"
+ENGINE = "Engine"
+KNOBS = "Configuration knobs"
+
+
+def _field(name: str) -> Any:
+    return RunSpec.model_fields[name]
+
+
+def _opt(flag: str, field: str, panel: str = RUN, **kwargs: Any) -> Any:
+    return typer.Option(flag, help=_field(field).description, rich_help_panel=panel, **kwargs)
+
+
+def _knob(flag: str, knob: str, values: str) -> Any:
+    return typer.Option(
+        flag,
+        help=f"{values} (default {STORY_DEFAULTS[knob]})",
+        rich_help_panel=KNOBS,
+        show_default=False,
+    )
+
+
+def default(field: str) -> Any:
+    return _field(field).default
+
+
+Sessions = Annotated[int, _opt("--sessions", "sessions", min=1)]
+Concurrency = Annotated[int | None, _opt("--concurrency", "concurrency", min=1, show_default=False)]
+Scenario = Annotated[str, _opt("--scenario", "scenario")]
+Seed = Annotated[int, _opt("--seed", "seed", min=0)]
+ContextMax = Annotated[int, _opt("--context-max", "context_max_tokens", min=4000)]
+MaxTurns = Annotated[int, _opt("--max-turns", "max_turns", min=1)]
+RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
+TurnTimeout = Annotated[float, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
+StallAfter = Annotated[float, _opt("--stall-after", "stall_after_s", min=0.001)]
+AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
+Out = Annotated[
+    Path | None,
+    typer.Option("--out", help="run folder (default results/<time>-<config>)", rich_help_panel=RUN),
+]
+
+Url = Annotated[str | None, _opt("--url", "url", ENGINE, show_default=False)]
+Backend = Annotated[str, _opt("--backend", "backend", ENGINE)]
+ProfileOpt = Annotated[Path | None, _opt("--profile", "profile", ENGINE, show_default=False)]
+ModelPath = Annotated[
+    str | None,
+    typer.Option(
+        "--model-path", help="model path or HF id (SGLang profiles)", rich_help_panel=ENGINE
+    ),
+]
+Settings = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="profile setting KEY=VALUE (repeatable)",
+        rich_help_panel=ENGINE,
+        show_default=False,
+    ),
+]
+ServerPython = Annotated[
+    str | None, _opt("--server-python", "server_python", ENGINE, show_default=False)
+]
+ServerArgs = Annotated[
+    str | None,
+    typer.Option(
+        "--server-args",
+        help="extra flags for every engine role, one string",
+        rich_help_panel=ENGINE,
+    ),
+]
+Port = Annotated[int | None, _opt("--port", "port", ENGINE, show_default=False)]
+HealthTimeout = Annotated[
+    float | None, _opt("--health-timeout", "health_timeout_s", ENGINE, show_default=False)
+]
+Model = Annotated[str | None, _opt("--model", "model", ENGINE, show_default=False)]
+
+Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
+HiCache = Annotated[str | None, _knob("--hicache", "hicache", "on | off")]
+IndexK = Annotated[str | None, _knob("--index-k", "index_k", "fp8 | bf16")]
+TopkV2 = Annotated[str | None, _knob("--topk-v2", "topk_v2", "on | off")]
+CustomKernels = Annotated[str | None, _knob("--custom-kernels", "custom_kernels", "on | off")]
+CudaGraph = Annotated[
+    str | None, _knob("--cuda-graph", "cuda_graph", "on | off (off = eager decode)")
+]
+Router = Annotated[
+    str | None,
+    typer.Option(
+        "--router", help="repro | sglang: which PD router fronts the workers", rich_help_panel=KNOBS
+    ),
+]
+Knob = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--knob",
+        help="any knob the profile defines, NAME=VALUE (repeatable)",
+        rich_help_panel=KNOBS,
+    ),
+]
+
+
+def build_spec(
+    *,
+    topology: str | None = None,
+    hicache: str | None = None,
+    index_k: str | None = None,
+    topk_v2: str | None = None,
+    custom_kernels: str | None = None,
+    cuda_graph: str | None = None,
+    router: str | None = None,
+    knob: list[str] | None = None,
+    settings: list[str] | None = None,
+    model_path: str | None = None,
+    server_args: str | None = None,
+    context_max: int | None = None,
+    **fields: Any,
+) -> RunSpec:
+    """Options to RunSpec: knob options and --knob merge (an option wins over --knob)."""
+    knobs = parse_assignments(knob or [])
+    named = {"topology": topology, "hicache": hicache, "index_k": index_k, "topk_v2": topk_v2}
+    named |= {"custom_kernels": custom_kernels, "cuda_graph": cuda_graph, "router": router}
+    knobs |= {k: v for k, v in named.items() if v is not None}
+    chosen = {}
+    for item in settings or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set '{item}' is not KEY=VALUE.")
+        chosen[key.strip()] = value
+    if model_path is not None:
+        chosen["model_path"] = model_path
+    try:
+        extra = tuple(shlex.split(server_args or ""))
+    except ValueError as exc:
+        raise UsageError(f"--server-args cannot be split like a shell line: {exc}.") from None
+    return RunSpec.build(
+        knobs=knobs, settings=chosen, server_args=extra, context_max_tokens=context_max, **fields
+    )

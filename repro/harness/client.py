@@ -1,0 +1,210 @@
+"""The streaming chat client: one pooled httpx connection pool, SSE parsed as it arrives.
+
+`stream_chat` fills a `StreamProgress` in place, so whatever way a request ends (done,
+error, deadline, abort, cancellation) the caller still holds every byte that arrived.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+import httpx
+import orjson
+
+from repro.checkers.verdict import ToolCall
+from repro.harness.turn import TurnOutcome
+
+CHAT_PATH = "/v1/chat/completions"
+ERROR_BODY_BYTES = 2000
+
+
+class RunClock:
+    """Monotonic seconds since the run started (one clock for every timestamp)."""
+
+    def __init__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter() - self._t0
+
+
+@dataclass(slots=True)
+class _CallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StreamProgress:
+    """Everything one request has produced so far; mutable while it streams."""
+
+    scheduled_at_s: float
+    sent_at_s: float = 0.0
+    outcome: TurnOutcome = TurnOutcome.OK
+    http_status: int | None = None
+    error: str = ""
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _CallParts] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: dict = field(default_factory=dict)
+    first_token_at_s: float | None = None
+    last_token_at_s: float | None = None
+    ended_at_s: float = 0.0
+    gaps_s: list[float] = field(default_factory=list)
+    chunks: int = 0
+    done: bool = False
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(c.name, "".join(c.arguments)) for _, c in sorted(self.calls.items()))
+
+    def call_ids(self) -> tuple[str, ...]:
+        return tuple(c.id for _, c in sorted(self.calls.items()))
+
+    def fail(self, outcome: TurnOutcome, error: str) -> None:
+        if self.outcome is TurnOutcome.OK:
+            self.outcome, self.error = outcome, error
+
+
+class ChatClient:
+    """A single AsyncClient shared by every session, with a connection per session."""
+
+    def __init__(
+        self, base_url: str, connections: int, clock: RunClock, read_timeout_s: float
+    ) -> None:
+        self.clock = clock
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            timeout=httpx.Timeout(connect=10.0, read=read_timeout_s, write=60.0, pool=60.0),
+            trust_env=False,  # never route a loopback engine through an HTTP proxy
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def get_json(self, path: str) -> dict:
+        response = await self._http.get(path, timeout=10.0)
+        response.raise_for_status()
+        return response.json()
+
+    async def stream_chat(
+        self,
+        body: bytes,
+        progress: StreamProgress,
+        *,
+        deadline_s: float,
+        abort_after_chunks: int | None = None,
+        on_chunk: Callable[[], None] | None = None,
+    ) -> None:
+        """Send one streaming chat request; the outcome lands in `progress.outcome`."""
+        with anyio.move_on_after(deadline_s) as scope:
+            try:
+                await self._stream(body, progress, abort_after_chunks, on_chunk)
+            except httpx.ReadTimeout:
+                progress.fail(
+                    TurnOutcome.STALLED, "no data from the server within the read timeout"
+                )
+            except httpx.TimeoutException as exc:
+                progress.fail(
+                    TurnOutcome.TIMEOUT, f"{type(exc).__name__} before the response started"
+                )
+            except (httpx.TransportError, httpx.StreamError) as exc:
+                progress.fail(
+                    TurnOutcome.TRANSPORT_ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")
+                )
+            finally:
+                progress.ended_at_s = self.clock.now()
+        if scope.cancelled_caught:
+            progress.fail(TurnOutcome.TIMEOUT, f"the turn took longer than {deadline_s:g} s")
+
+    async def _stream(
+        self,
+        body: bytes,
+        progress: StreamProgress,
+        abort_after_chunks: int | None,
+        on_chunk: Callable[[], None] | None,
+    ) -> None:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        progress.sent_at_s = self.clock.now()
+        async with self._http.stream("POST", CHAT_PATH, content=body, headers=headers) as response:
+            progress.http_status = response.status_code
+            if response.status_code != 200:
+                text = (await response.aread())[:ERROR_BODY_BYTES].decode("utf-8", "replace")
+                progress.fail(
+                    TurnOutcome.HTTP_ERROR, f"HTTP {response.status_code}: {text.strip()}"
+                )
+                return
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    progress.done = True
+                    return
+                self._absorb(data, progress)
+                if progress.outcome is not TurnOutcome.OK:
+                    return
+                if on_chunk is not None:
+                    on_chunk()
+                if abort_after_chunks is not None and progress.chunks >= abort_after_chunks:
+                    # Leaving the `async with` closes the connection, as a client that gives up does.
+                    progress.fail(
+                        TurnOutcome.ABORTED, f"aborted by repro after {progress.chunks} chunks"
+                    )
+                    return
+        if not progress.done:
+            progress.fail(TurnOutcome.TRANSPORT_ERROR, "the stream ended without [DONE] (cut off)")
+
+    def _absorb(self, data: str, progress: StreamProgress) -> None:
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            progress.fail(TurnOutcome.TRANSPORT_ERROR, f"malformed SSE event: {data[:200]!r}")
+            return
+        if not isinstance(event, dict):
+            progress.fail(
+                TurnOutcome.TRANSPORT_ERROR, f"SSE event is not an object: {data[:200]!r}"
+            )
+            return
+        if "error" in event or event.get("object") == "error":
+            error = event.get("error", event)
+            message = error.get("message", error) if isinstance(error, dict) else error
+            progress.fail(TurnOutcome.HTTP_ERROR, f"error event from the server: {message}")
+            return
+        if event.get("usage"):
+            progress.usage = event["usage"]
+        choices = event.get("choices") or ()
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        got_text = False
+        if delta.get("reasoning_content"):
+            progress.reasoning.append(delta["reasoning_content"])
+            got_text = True
+        if delta.get("content"):
+            progress.content.append(delta["content"])
+            got_text = True
+        for call in delta.get("tool_calls") or ():
+            parts = progress.calls.setdefault(call.get("index", len(progress.calls)), _CallParts())
+            function = call.get("function") or {}
+            parts.id = call.get("id") or parts.id
+            parts.name = function.get("name") or parts.name
+            if function.get("arguments"):
+                parts.arguments.append(function["arguments"])
+            got_text = True
+        if choice.get("finish_reason"):
+            progress.finish_reason = choice["finish_reason"]
+        if got_text:
+            now = self.clock.now()
+            if progress.first_token_at_s is None:
+                progress.first_token_at_s = now
+            else:
+                progress.gaps_s.append(now - (progress.last_token_at_s or now))
+            progress.last_token_at_s = now
+            progress.chunks += 1

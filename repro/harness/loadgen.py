@@ -1,0 +1,317 @@
+"""The load generator: N agent sessions in flight, every turn judged and recorded as it ends.
+
+One anyio task per session; sessions start over the ramp-up and at most `concurrency` run
+at once. A stall watcher ends the run with a wedge verdict when no session has received a
+token for `stall_after_s` while requests are open, instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+import orjson
+
+from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
+from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.turn import TurnOutcome, TurnRecord
+from repro.results.store import RunStore
+from repro.scenarios import Scenario, Session
+from repro.spec import RunSpec
+
+MAX_ABORT_RETRIES = 3  # an aborted request is re-sent, as an agent framework would
+ABORT_MAX_CHUNK = 40
+DSML_START = "\n\n<\uff5cDSML\uff5c"
+
+
+@dataclass(slots=True)
+class LiveCounts:
+    """What the progress display shows; written only by the load generator."""
+
+    sessions_total: int = 0
+    sessions_active: int = 0
+    sessions_done: int = 0
+    turns: int = 0
+    turns_corrupted: int = 0
+    sessions_corrupted: int = 0
+    errors: int = 0
+    aborted: int = 0
+    completion_tokens: int = 0
+    max_prompt_tokens: int = 0
+    open_requests: int = 0
+
+
+Judge = Callable[[AssistantOutput, Sequence[dict]], Verdict]
+
+
+class LoadGenerator:
+    def __init__(
+        self,
+        spec: RunSpec,
+        scenario: Scenario,
+        client: ChatClient,
+        store: RunStore,
+        judge: Judge,
+        model: str,
+        first_session_id: int = 0,
+    ) -> None:
+        self.spec = spec
+        self.scenario = scenario
+        self.tools = scenario.tools()
+        self.client = client
+        self.clock = client.clock
+        self.store = store
+        self.judge = judge
+        self.model = model
+        self.first_session_id = first_session_id
+        self.counts = LiveCounts(sessions_total=spec.sessions)
+        self.wedge: str | None = None
+        self._last_progress_s = 0.0
+        self._corrupted_sessions: set[int] = set()
+
+    async def run(self) -> None:
+        """Run every session; returns early (self.wedge set) if the engine stops making progress."""
+        self._last_progress_s = self.clock.now()
+        limiter = anyio.CapacityLimiter(self.spec.effective_concurrency())
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(self._watch_for_stall, outer.cancel_scope)
+            async with anyio.create_task_group() as sessions:
+                for i in range(self.spec.sessions):
+                    sessions.start_soon(
+                        self._session, self.first_session_id + i, self._start_delay(i), limiter
+                    )
+            outer.cancel_scope.cancel()
+
+    def _start_delay(self, index: int) -> float:
+        concurrency = self.spec.effective_concurrency()
+        return self.spec.ramp_up_s * index / concurrency if index < concurrency else 0.0
+
+    async def _watch_for_stall(self, scope: anyio.CancelScope) -> None:
+        while True:
+            await anyio.sleep(0.25)
+            if self.store.due():
+                self.store.flush()
+            idle_s = self.clock.now() - self._last_progress_s
+            if self.counts.open_requests and idle_s > self.spec.stall_after_s:
+                self.wedge = (
+                    f"the engine stopped making progress: no token for {idle_s:.0f} s "
+                    f"with {self.counts.open_requests} requests open"
+                )
+                scope.cancel()
+                return
+
+    def _tick(self) -> None:
+        self._last_progress_s = self.clock.now()
+
+    async def _session(
+        self, session_id: int, delay_s: float, limiter: anyio.CapacityLimiter
+    ) -> None:
+        await anyio.sleep(delay_s)
+        async with limiter:
+            self.counts.sessions_active += 1
+            try:
+                await self._converse(session_id)
+            finally:
+                self.counts.sessions_active -= 1
+                self.counts.sessions_done += 1
+
+    async def _converse(self, session_id: int) -> None:
+        session = self.scenario.session(session_id, self.spec.seed, self.spec.context_max_tokens)
+        messages = session.opening()
+        aborts_in_a_row = 0
+        for turn in range(self.spec.max_turns):
+            request = self._request(messages)
+            body = orjson.dumps(request)
+            progress = StreamProgress(scheduled_at_s=self.clock.now())
+            abort_after = self._abort_point(session_id, turn, aborts_in_a_row)
+            await self._send(session_id, turn, body, progress, abort_after)
+            verdict, defects = self._judge(session, progress)
+            record = self._record(session_id, turn, progress, len(body), verdict, defects)
+            if record.corrupted:
+                self.store.add_failure(record, request, [_defect_dict(d) for d in defects])
+            if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
+                aborts_in_a_row += 1
+                continue
+            aborts_in_a_row = 0
+            if progress.outcome is not TurnOutcome.OK:
+                return
+            calls, ids = self._calls(session_id, turn, progress, verdict)
+            messages.append(self._assistant_message(progress, calls, ids))
+            if calls:
+                usage = progress.usage
+                messages += session.respond(
+                    calls, ids, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+                )
+            elif record.corrupted:
+                messages.append(session.retry_notice())
+            else:
+                return  # a clean reply without calls: the agent's final answer
+            if session.finished(progress.usage.get("prompt_tokens", 0)):
+                return
+
+    def _request(self, messages: list[dict]) -> dict:
+        return {
+            "model": self.model,
+            "messages": messages,
+            "tools": self.tools,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0,
+            "max_tokens": self.spec.max_output_tokens,
+            "chat_template_kwargs": {"thinking": self.spec.thinking},
+            "separate_reasoning": True,
+        }
+
+    def _abort_point(self, session_id: int, turn: int, attempt: int) -> int | None:
+        """Seeded: whether this request is cancelled mid-stream, and after how many chunks."""
+        if self.spec.abort_rate <= 0:
+            return None
+        rng = random.Random(f"abort:{self.spec.seed}:{session_id}:{turn}:{attempt}")
+        if rng.random() >= self.spec.abort_rate:
+            return None
+        return rng.randint(1, ABORT_MAX_CHUNK)
+
+    async def _send(
+        self,
+        session_id: int,
+        turn: int,
+        body: bytes,
+        progress: StreamProgress,
+        abort_after: int | None,
+    ) -> None:
+        self.counts.open_requests += 1
+        try:
+            await self.client.stream_chat(
+                body,
+                progress,
+                deadline_s=self.spec.turn_timeout_s,
+                abort_after_chunks=abort_after,
+                on_chunk=self._tick,
+            )
+        except anyio.get_cancelled_exc_class():
+            # The run is ending: keep what arrived, and say why it ended.
+            if self.wedge:
+                progress.fail(TurnOutcome.STALLED, self.wedge)
+            else:
+                progress.fail(TurnOutcome.CANCELLED, "the run was interrupted")
+            progress.ended_at_s = self.clock.now()
+            self._record(session_id, turn, progress, len(body), Verdict(), [])
+            raise
+        finally:
+            self.counts.open_requests -= 1
+            self._tick()
+
+    def _judge(self, session: Session, progress: StreamProgress) -> tuple[Verdict, list[Defect]]:
+        if progress.outcome is not TurnOutcome.OK:
+            return Verdict(), []
+        output = AssistantOutput(
+            content="".join(progress.content),
+            reasoning="".join(progress.reasoning),
+            tool_calls=progress.tool_calls(),
+            finish_reason=progress.finish_reason,
+        )
+        verdict = self.judge(output, self.tools)
+        calls = verdict.calls or output.tool_calls
+        return verdict, [*verdict.defects, *session.semantic_defects(calls)]
+
+    def _calls(
+        self, session_id: int, turn: int, progress: StreamProgress, verdict: Verdict
+    ) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+        """Server-parsed calls with their ids, else the calls the checker read from the text."""
+        if progress.calls:
+            return progress.tool_calls(), progress.call_ids()
+        calls = verdict.calls
+        return calls, tuple(f"call_{session_id}_{turn}_{i}" for i in range(len(calls)))
+
+    def _assistant_message(
+        self, progress: StreamProgress, calls: Sequence[ToolCall], ids: Sequence[str]
+    ) -> dict:
+        content = "".join(progress.content)
+        if calls and not progress.calls:
+            content = content.split(DSML_START, 1)[0]  # the calls travel as tool_calls instead
+        message: dict = {"role": "assistant", "content": content}
+        if progress.reasoning:
+            message["reasoning_content"] = "".join(progress.reasoning)
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": i,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c, i in zip(calls, ids, strict=True)
+            ]
+        return message
+
+    def _record(
+        self,
+        session_id: int,
+        turn: int,
+        progress: StreamProgress,
+        request_bytes: int,
+        verdict: Verdict,
+        defects: list[Defect],
+    ) -> TurnRecord:
+        usage = progress.usage
+        calls = verdict.calls or progress.tool_calls()
+        first = defects[0] if defects else None
+        record = TurnRecord(
+            session_id=session_id,
+            turn=turn,
+            outcome=str(progress.outcome),
+            http_status=progress.http_status,
+            error=progress.error,
+            scheduled_at_s=progress.scheduled_at_s,
+            sent_at_s=progress.sent_at_s or progress.scheduled_at_s,
+            first_token_at_s=progress.first_token_at_s,
+            last_token_at_s=progress.last_token_at_s,
+            ended_at_s=progress.ended_at_s,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
+            finish_reason=progress.finish_reason,
+            content="".join(progress.content),
+            reasoning="".join(progress.reasoning),
+            tool_calls=json.dumps(
+                [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False
+            ),
+            n_calls=len(calls),
+            chunks=progress.chunks,
+            gaps_s=progress.gaps_s,
+            request_bytes=request_bytes,
+            corrupted=bool(defects),
+            defect_kinds=sorted({d.kind for d in defects}),
+            first_defect=f"{first.kind}@{first.field}:{first.offset}: {first.message}"
+            if first
+            else "",
+        )
+        self.store.append(record)
+        self._count(record)
+        return record
+
+    def _count(self, record: TurnRecord) -> None:
+        counts = self.counts
+        if record.outcome == TurnOutcome.OK:
+            counts.turns += 1
+            counts.turns_corrupted += record.corrupted
+            if record.corrupted and record.session_id not in self._corrupted_sessions:
+                self._corrupted_sessions.add(record.session_id)
+                counts.sessions_corrupted += 1
+        elif record.outcome == TurnOutcome.ABORTED:
+            counts.aborted += 1
+        elif record.outcome != TurnOutcome.CANCELLED:
+            counts.errors += 1
+        counts.completion_tokens += record.completion_tokens or 0
+        counts.max_prompt_tokens = max(counts.max_prompt_tokens, record.prompt_tokens or 0)
+
+
+def _defect_dict(defect: Defect) -> dict:
+    return {
+        "kind": defect.kind,
+        "field": defect.field,
+        "offset": defect.offset,
+        "message": defect.message,
+    }

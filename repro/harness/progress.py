@@ -1,0 +1,92 @@
+"""Live progress of a run: a rich panel on a terminal, a plain line every few seconds elsewhere."""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from types import TracebackType
+
+import anyio
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from repro.harness.loadgen import LiveCounts
+
+PLAIN_EVERY_S = 10.0
+
+
+class Progress(AbstractContextManager["Progress"]):
+    """Shows LiveCounts while the load runs; `watch()` is a task that refreshes it."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        self.console = console
+        self.title = title
+        self.counts: LiveCounts | None = None
+        self._started = time.monotonic()
+        self._live: Live | None = None
+
+    def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        if self.console.is_terminal:
+            self._live = Live(
+                self._render(), console=self.console, refresh_per_second=4, transient=True
+            )
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(exc_type, exc, tb)
+            self._live = None
+
+    def status(self, text: str) -> None:
+        """A phase change (starting engines, running load), shown once."""
+        self.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}")
+
+    async def watch(self, counts: LiveCounts) -> None:
+        self.counts = counts
+        last_plain = 0.0
+        while True:
+            if self._live is not None:
+                self._live.update(self._render())
+            elif time.monotonic() - last_plain >= PLAIN_EVERY_S:
+                last_plain = time.monotonic()
+                self.console.print(self._line())
+            await anyio.sleep(0.25)
+
+    def _elapsed_s(self) -> float:
+        return time.monotonic() - self._started
+
+    def _line(self) -> str:
+        c = self.counts or LiveCounts()
+        rate = c.completion_tokens / max(self._elapsed_s(), 1e-9)
+        return (
+            f"{self._elapsed_s():6.0f}s  sessions {c.sessions_active} active, {c.sessions_done}/{c.sessions_total} done"
+            f"  turns {c.turns}  corrupted {c.turns_corrupted} turns / {c.sessions_corrupted} sessions"
+            f"  errors {c.errors}  aborted {c.aborted}  {rate:,.0f} tok/s  max prompt {c.max_prompt_tokens:,}"
+        )
+
+    def _render(self) -> Table:
+        c = self.counts or LiveCounts()
+        table = Table(title=self.title, show_header=False, box=None, padding=(0, 2))
+        rate = c.completion_tokens / max(self._elapsed_s(), 1e-9)
+        corrupted = "red" if c.turns_corrupted else "green"
+        table.add_row("elapsed", f"{self._elapsed_s():.0f} s")
+        table.add_row(
+            "sessions", f"{c.sessions_active} active, {c.sessions_done}/{c.sessions_total} done"
+        )
+        table.add_row("turns", f"{c.turns:,} judged, {c.open_requests} in flight")
+        table.add_row(
+            "corrupted",
+            f"[{corrupted}]{c.turns_corrupted} turns in {c.sessions_corrupted} sessions[/]",
+        )
+        table.add_row("errors", f"{c.errors} errors, {c.aborted} aborted on purpose")
+        table.add_row("throughput", f"{rate:,.0f} output tokens/s")
+        table.add_row("context", f"max prompt {c.max_prompt_tokens:,} tokens")
+        return table
