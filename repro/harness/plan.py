@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from repro.errors import UsageError
 from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange, fill
 from repro.ports import free_ports, require_free
-from repro.spec import RunSpec
+from repro.spec import REPO_ROOT, RunSpec
 
 HOST = "127.0.0.1"
 
@@ -65,7 +65,13 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     """Allocate ports, fill every placeholder and apply every knob; nothing is started."""
     topology = profile.topologies[config["topology"]]
     names = topology.roles
-    extra = [p for r in names for p in profile.roles[r].ports]
+    changes = {r: _changes_for(profile, config, r) for r in names}
+    # A knob that swaps a role's program may bring that program's own ports.
+    extra = [
+        port
+        for r in names
+        for port in [*profile.roles[r].ports, *(p for c in changes[r] for p in c.ports)]
+    ]
     if len(set(extra)) != len(extra):
         raise UsageError(
             "Profile roles declare the same extra port name twice; names must be unique."
@@ -82,7 +88,12 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
             f"Profile {profile.source or profile.engine.name} has no setting "
             f"'{sorted(unknown)[0]}'; its settings are: {', '.join(sorted(profile.settings)) or 'none'}."
         )
-    builtins = {"repro_python": sys.executable, "host": HOST, "seed": str(spec.seed)}
+    builtins = {
+        "repro_python": sys.executable,
+        "repo_root": str(REPO_ROOT),
+        "host": HOST,
+        "seed": str(spec.seed),
+    }
     where = f"Profile {profile.source or profile.engine.name}"
     # Settings may refer to built-ins (python = "{repro_python}"), not to each other.
     values = builtins | {
@@ -97,9 +108,10 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     roles = []
     for r in names:
         role = profile.roles[r]
-        command, args, env = list(role.command), [], dict(role.env)
-        for change in _changes_for(profile, config, r):
+        command, args, env, health_path = list(role.command), [], dict(role.env), role.health
+        for change in changes[r]:
             command = change.command or command
+            health_path = change.health or health_path
             args += change.args
             env |= change.env
         server_args = [] if role.router else list(spec.server_args)
@@ -107,7 +119,7 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
         where = f"Role '{r}' of profile {profile.source or profile.engine.name}"
         argv = [fill(a, local, where) for a in [*role.prefix, *command, *args]] + server_args
         env = {k: fill(v, local, where) for k, v in env.items()}
-        health = f"http://{HOST}:{role_port[r]}{role.health}"
+        health = f"http://{HOST}:{role_port[r]}{health_path}"
         roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router))
     start_order = [r for r in roles if r.name != topology.entry] + [
         r for r in roles if r.name == topology.entry

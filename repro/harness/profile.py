@@ -8,11 +8,13 @@ Its tables:
     [topologies]  per topology: the roles to start, and the entry role clients talk to
     [roles.R]     per role: command, health path, env, extra named ports, remote prefix
     [knobs.K]     values, default, and per value what each role gets: args, env, or a
-                  replacement command; or `unmapped` (the engine has no such switch)
+                  replacement command (with its own health path and extra ports); or
+                  `unmapped` (the engine has no such switch)
+    [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
-Placeholders are `{name}`: a setting, `python`, `repro_python`, `host`, `port` (the role's
-own), `<role>_port`, `<role>_url`, each named extra port, and `seed`.
+Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (this checkout),
+`host`, `port` (the role's own), `<role>_port`, `<role>_url`, each named extra port, and `seed`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class RoleChange(_Strict):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     command: list[str] | None = None
+    # A replaced command is another program: it may answer readiness elsewhere and need ports.
+    health: str | None = None
+    ports: list[str] = Field(default_factory=list)
 
 
 class Unmapped(_Strict):
@@ -72,6 +77,18 @@ class RoleSpec(_Strict):
     )
 
 
+class ExtraFlag(_Strict):
+    """A flag a fork adds to SGLang, declared so that upstream's parser can check the rest."""
+
+    flag: str = Field(pattern=r"^--[a-z0-9][a-z0-9-]*$")
+    takes_value: bool = True
+    choices: list[str] = Field(default_factory=list)
+
+
+class PreflightSpec(_Strict):
+    extra_flags: list[ExtraFlag] = Field(default_factory=list)
+
+
 class TopologySpec(_Strict):
     roles: list[str] = Field(min_length=1)
     entry: str
@@ -91,6 +108,7 @@ class Profile(_Strict):
     topologies: dict[str, TopologySpec]
     roles: dict[str, RoleSpec]
     knobs: dict[str, KnobSpec] = Field(default_factory=dict)
+    preflight: PreflightSpec = Field(default_factory=PreflightSpec)
     source: Path | None = None
 
     @model_validator(mode="after")
