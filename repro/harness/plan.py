@@ -95,11 +95,12 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
         "seed": str(spec.seed),
     }
     where = f"Profile {profile.source or profile.engine.name}"
-    # Settings may refer to built-ins (python = "{repro_python}"), not to each other.
-    values = builtins | {
-        k: fill(v, builtins, where) for k, v in (profile.settings | spec.settings).items()
-    }
-    values["python"] = spec.server_python or values.get("python", sys.executable)
+    # Settings may refer to built-ins (python = "{repro_python}") and, once it is settled,
+    # to the engine's interpreter (router_python = "{python}"); not to each other.
+    chosen = profile.settings | spec.settings
+    python = spec.server_python or fill(chosen.get("python", sys.executable), builtins, where)
+    builtins["python"] = python
+    values = builtins | {k: fill(v, builtins, where) for k, v in chosen.items() if k != "python"}
     for r in names:
         values[f"{r}_port"] = str(role_port[r])
         values[f"{r}_url"] = f"http://{HOST}:{role_port[r]}"
