@@ -30,3 +30,8 @@ def sglang_python() -> Path:
         timeout=900,
     )
     return SGLANG_ENV / "bin" / "python"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

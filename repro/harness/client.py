@@ -74,11 +74,17 @@ class ChatClient:
     """A single AsyncClient shared by every session, with a connection per session."""
 
     def __init__(
-        self, base_url: str, connections: int, clock: RunClock, read_timeout_s: float
+        self,
+        base_url: str,
+        connections: int,
+        clock: RunClock,
+        read_timeout_s: float,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.clock = clock
         self._http = httpx.AsyncClient(
             base_url=base_url,
+            transport=transport,
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
             timeout=httpx.Timeout(connect=10.0, read=read_timeout_s, write=60.0, pool=60.0),
             trust_env=False,  # never route a loopback engine through an HTTP proxy

@@ -271,17 +271,24 @@ async def run_async(
 
 
 async def _on_signals(scope: anyio.CancelScope, progress: Progress | None) -> None:
-    """First Ctrl-C/SIGTERM: stop the load, keep what was measured, tear down. Second: stop now."""
+    """First Ctrl-C/SIGTERM: stop the load, keep what was measured, tear down. Second: stop now.
+
+    A repeat within a second is the same interruption delivered twice (a terminal signals the
+    whole process group, and wrappers such as `timeout` forward it again), not a second one.
+    """
+    first_at = None
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
-            if scope.cancel_called:
+            if first_at is None:
+                first_at = time.monotonic()
+                if progress is not None:
+                    progress.status(
+                        "interrupted: stopping the load and the engine (again to stop at once)"
+                    )
+                scope.cancel()
+            elif time.monotonic() - first_at > 1.0:
                 _kill_leftovers()
                 os._exit(EXIT_INTERRUPTED)
-            if progress is not None:
-                progress.status(
-                    "interrupted: stopping the load and the engine (again to stop at once)"
-                )
-            scope.cancel()
 
 
 def run(spec: RunSpec, run_dir: Path | None, progress: Progress | None = None) -> RunSummary:

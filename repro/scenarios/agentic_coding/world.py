@@ -141,9 +141,6 @@ class World:
             return CodeLine(f"        {arg}.pop()  # keep the tail < {num} & sorted")
         return CodeLine("")
 
-    def code(self, path: str, start: int, end: int) -> list[CodeLine]:
-        return [self.line(path, n) for n in range(start, end + 1)]
-
     def occurrences(self, symbol: str, limit: int) -> list[tuple[str, int]]:
         """Deterministic (path, line) places where `symbol` appears, its home first."""
         home = self.home.get(symbol, self.paths[0])

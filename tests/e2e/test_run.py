@@ -1,0 +1,51 @@
+"""`repro run` through real processes on 127.0.0.1: single and PD, files, figures, teardown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.e2e.conftest import FAST, engine_processes, repro, summary
+
+pytestmark = pytest.mark.e2e
+
+CONTRACT = {
+    "sessions", "sessions_corrupted", "session_corruption_rate", "turns", "turns_corrupted",
+    "turn_corruption_rate", "errors", "stalls", "interrupted", "config", "wall_s", "max_prompt_tokens",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("topology", ["single", "pd"])
+def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topology: str) -> None:
+    out = tmp_path / "run"
+    done = repro("run", "--sessions", "6", "--topology", topology, *FAST, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    s = summary(out)
+    assert CONTRACT <= s.keys()
+    assert s["config"]["topology"] == topology and s["config"]["index_k"] == "fp8"
+    assert s["sessions"] == 6 and s["turns"] >= 24 and s["errors"] == 0 and s["stalls"] == 0
+    assert s["turns_corrupted"] == 0 and not s["interrupted"]  # fp8 is healthy
+    assert 9_000 <= s["max_prompt_tokens"] <= 12_000
+    turns = pq.read_table(out / "turns.parquet").to_pandas()
+    assert len(turns) == s["turns"] and set(turns.session_id) == set(range(6))
+    for _, session in turns.sort_values("turn").groupby("session_id"):
+        assert session.prompt_tokens.is_monotonic_increasing and session.prompt_tokens.iloc[0] > 1_000
+    assert (turns.first_token_at_s - turns.sent_at_s).gt(0).all()
+    spec = json.loads((out / "spec.json").read_text())
+    assert [r["name"] for r in spec["roles"]] == (["single"] if topology == "single" else ["prefill", "decode", "router"])
+    assert {p.name for p in (out / "logs").iterdir()} == {f"{r['name']}.log" for r in spec["roles"]}
+    assert "sessions corrupted" in done.stdout and "0/6" in done.stdout
+    assert engine_processes(out) == []
+
+
+def test_tool_parser_off_puts_raw_dsml_in_content_and_it_is_still_judged(tmp_path: Path) -> None:
+    out = tmp_path / "raw"
+    done = repro("run", "--sessions", "3", "--topology", "single", "--knob", "tool_parser=off", *FAST, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    turns = pq.read_table(out / "turns.parquet").to_pandas()
+    with_calls = turns[turns.n_calls > 0]
+    assert len(with_calls) >= 6 and with_calls.content.str.contains("<\uff5cDSML\uff5cfunction_calls>").all()
+    assert summary(out)["turns_corrupted"] == 0

@@ -1,0 +1,86 @@
+"""Profiles: strict loading, knob resolution and the one-sentence errors users see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repro.errors import UsageError
+from repro.harness.profile import load_profile
+from repro.knobs import STORY_DEFAULTS
+
+MINIMAL = """
+[engine]
+name = "toy"
+version = "1"
+[topologies.single]
+roles = ["single"]
+entry = "single"
+[roles.single]
+command = ["{python}", "-m", "toy", "--port", "{port}"]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "profile.toml"
+    path.write_text(text)
+    return path
+
+
+def test_sim_profile_defaults_are_the_story(repo_root: Path) -> None:
+    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    config = profile.resolve_knobs({})
+    assert {k: config[k] for k in STORY_DEFAULTS} == STORY_DEFAULTS
+    assert config["index_k_gate"] == "buggy"
+    assert profile.identity().startswith("repro-sim ")
+
+
+def test_requested_values_override_defaults(repo_root: Path) -> None:
+    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    config = profile.resolve_knobs({"index_k": "bf16", "topology": "single"})
+    assert (config["index_k"], config["topology"], config["hicache"]) == ("bf16", "single", "on")
+
+
+def test_unknown_knob_names_the_known_ones(repo_root: Path) -> None:
+    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    with pytest.raises(UsageError, match=r"has no knob 'indexk'; its knobs are: topology, hicache, index_k"):
+        profile.resolve_knobs({"indexk": "bf16"})
+
+
+def test_unknown_value_lists_the_choices(repo_root: Path) -> None:
+    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    with pytest.raises(UsageError, match=r"no value 'bf17'.*choose one of: fp8, bf16"):
+        profile.resolve_knobs({"index_k": "bf17"})
+
+
+def test_unmapped_knob_allows_only_its_native_value(tmp_path: Path) -> None:
+    text = MINIMAL + """
+[knobs.index_k]
+values = ["fp8", "bf16"]
+unmapped = { native = "fp8", hint = "map it in a fork profile: map.bf16.engine = {args = [...]}" }
+"""
+    profile = load_profile(write(tmp_path, text))
+    assert profile.resolve_knobs({"index_k": "fp8"})["index_k"] == "fp8"
+    with pytest.raises(UsageError, match="cannot set index_k=bf16: map it in a fork profile"):
+        profile.resolve_knobs({"index_k": "bf16"})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[engine\nname=1", "is not valid TOML"),
+        (MINIMAL + "\n[roles.single.extra]\nx = 1\n", "invalid at 'roles.single.extra'"),
+        (MINIMAL.replace('entry = "single"', 'entry = "router"'), "names role 'router'"),
+        (MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.off.single = { args = ["-x"] }\n', "map names value 'off'"),
+        (MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.nobody = { args = ["-x"] }\n', "unknown role selector"),
+    ],
+)
+def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_profile(write(tmp_path, text))
+
+
+def test_missing_profile_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"Profile .*nope.toml does not exist\."):
+        load_profile(tmp_path / "nope.toml")
