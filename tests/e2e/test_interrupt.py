@@ -58,7 +58,7 @@ def test_engine_death_mid_run_is_an_engine_error(tmp_path: Path) -> None:
     process = start_run(out)
     wait_for_turns(out, 6)
     decode = next(r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode")
-    (pid,) = [p for p in engine_processes(out) if str(decode["port"]) in open(f"/proc/{p}/cmdline").read()]
+    (pid,) = [p for p in engine_processes(out) if str(decode["port"]) in Path(f"/proc/{p}/cmdline").read_text()]
     os.kill(pid, signal.SIGKILL)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2
