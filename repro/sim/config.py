@@ -10,7 +10,7 @@ Role = Literal["single", "prefill", "decode"]
 # Defaults written once; the CLI reads them from here.
 DEFAULT_TIME_SCALE = 0.25
 DEFAULT_STREAM_INTERVAL_TOKENS = 8
-DEFAULT_DEVICE_CACHE_TOKENS = 4_000_000
+DEFAULT_DEVICE_CACHE_TOKENS = 8_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,8 @@ class EngineConfig:
 
     @property
     def index_k_bytes_per_token(self) -> int:
-        """Index-K cache bytes per token: 128 dims at 2 bytes (bf16) or 1 byte (+scale, fp8)."""
-        return 256 if self.index_k_dtype == "bf16" else 132
+        """Index-K cache bytes per token: 128 dims at 2 bytes (bf16) or 1 byte (fp8)."""
+        return 256 if self.index_k_dtype == "bf16" else 128
 
 
 @dataclass(frozen=True, slots=True)

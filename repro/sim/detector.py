@@ -51,8 +51,11 @@ def _reject_constant(value: str) -> Any:
     raise ValueError(f"invalid JSON constant {value}")
 
 
-def parse_arguments(body: str) -> str:
-    """Arguments JSON of one invoke body; raises ValueError when it is malformed."""
+def parse_arguments(body: str, strip_strings: bool = True) -> str:
+    """Arguments JSON of one invoke body; raises ValueError when it is malformed.
+
+    SGLang strips string values; `strip_strings=False` keeps them verbatim (for checks).
+    """
     stripped = body.strip()
     if stripped.startswith("{"):
         try:
@@ -70,14 +73,14 @@ def parse_arguments(body: str) -> str:
         matched = True
         leftover.append(body[last : match.start()])
         last = match.end()
-        name, kind, value = match.group(1), match.group(2), match.group(3).strip()
+        name, kind, value = match.group(1), match.group(2), match.group(3)
         if kind == "true":
-            params[name] = value
+            params[name] = value.strip() if strip_strings else value
         else:
             try:
-                params[name] = json.loads(value, parse_constant=_reject_constant)
+                params[name] = json.loads(value.strip(), parse_constant=_reject_constant)
             except ValueError:
-                params[name] = value
+                params[name] = value.strip()
     leftover.append(body[last:])
     rest = "".join(leftover)
     if DSML in rest or (not matched and rest.strip()):
@@ -99,8 +102,9 @@ def _held_suffix_start(text: str) -> int:
 class DsmlDetector:
     """Feed emitted text as it streams; get content and completed calls back."""
 
-    def __init__(self, tool_names: Collection[str]) -> None:
+    def __init__(self, tool_names: Collection[str], strip_strings: bool = True) -> None:
         self._tool_names = frozenset(tool_names)
+        self._strip_strings = strip_strings
         self._buffer = ""
         self._in_block = False
         self._next_index = 0
@@ -148,7 +152,11 @@ class DsmlDetector:
     def _call(self, match: re.Match[str]) -> ParsedCall | None:
         name = match.group("name").strip()
         try:
-            arguments = "{}" if match.group("self_close") else parse_arguments(match.group("body"))
+            arguments = (
+                "{}"
+                if match.group("self_close")
+                else parse_arguments(match.group("body"), self._strip_strings)
+            )
         except ValueError:
             return None
         if name not in self._tool_names:
@@ -165,8 +173,8 @@ def _clean(content: str) -> str:
     return content
 
 
-def parse_completion(text: str, tool_names: Collection[str]) -> Parsed:
+def parse_completion(text: str, tool_names: Collection[str], strip_strings: bool = True) -> Parsed:
     """One-shot parse of a whole completion (the non-streaming path)."""
-    detector = DsmlDetector(tool_names)
+    detector = DsmlDetector(tool_names, strip_strings)
     head, tail = detector.feed(text), detector.finish()
     return Parsed(head.content + tail.content, head.calls + tail.calls)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,10 +14,13 @@ from starlette.responses import Response, StreamingResponse
 
 from repro.sim.cache import CacheMatch, PrefixCache
 from repro.sim.config import EngineConfig
+from repro.sim.faults import DRIFT_MIN_CONTEXT_TOKENS as DRIFT_CONTEXT_TOKENS
+from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
 from repro.sim.generation import Generation
 from repro.sim.metrics import EngineMetrics
 from repro.sim.model import encode_turn, plan_turn
 from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
+from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
 from repro.sim.response import DONE, TurnRenderer, error_body, usage_of
@@ -43,12 +47,20 @@ class Engine:
             else PrefixCache(config.device_cache_tokens, config.hicache)
         )
         self.cache = cache
-        self.scheduler = Scheduler(config, self.cost, cache, self.metrics)
+        self.scheduler = Scheduler(
+            config, self.cost, cache, self.metrics, on_prefill=self._on_prefill
+        )
+        self.race = IndexKRace(config)
+        self.pool = SlotPool(size=512)
+        self.bootstrap_worker = BootstrapWorker(config)
+        self.drift = Drift(config)
+        self.transfers_in_flight = 0
         self.board = HandoverBoard() if config.role == "prefill" else None
         self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
         self.ready = False
         self.started_at = time.time()
         self._by_rid: dict[str, Generation] = {}
+        self._rooms_by_rid: dict[str, int] = {}  # prefill: rooms of recent requests (bounded)
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
 
@@ -80,12 +92,23 @@ class Engine:
                 f"context length ({limit} tokens)."
             )
             return json_response(error_body(message, 400), 400)
+        # Stable across processes and runs (prefill and decode agree): seeds timing noise.
+        key = zlib.crc32(orjson.dumps([len(req.messages), req.messages[-1]]))
         if self.config.role == "prefill":
-            return await self._prefill(
-                req, Generation(req.rid, prompt, [], room=req.bootstrap_room)
+            gen = Generation(req.rid, prompt, [], room=req.bootstrap_room, key=key)
+            return await self._prefill(req, gen)
+        messages = req.messages
+        if self.drift.enabled:
+            long_running = sum(
+                1 for g in self.scheduler.running() if g.context_tokens >= DRIFT_CONTEXT_TOKENS
             )
-        completion = encode_turn(plan_turn(req.messages, req.tools), req.thinking)
-        gen = Generation(req.rid, prompt, split_tokens(completion), room=req.bootstrap_room)
+            messages = (
+                self.drift.perturb(messages, prompt.prompt_tokens, long_running, key) or messages
+            )
+        completion = encode_turn(plan_turn(messages, req.tools), req.thinking)
+        gen = Generation(
+            req.rid, prompt, split_tokens(completion), room=req.bootstrap_room, key=key
+        )
         gen.max_tokens = req.max_tokens
         if self.config.role == "decode" and req.bootstrap_room is not None:
             error = await self._receive_kv(req, gen)
@@ -114,6 +137,7 @@ class Engine:
         assert self.receiver is not None and req.bootstrap_room is not None
         host = req.bootstrap_host or "127.0.0.1"
         port = req.bootstrap_port or self.config.bootstrap_port
+        gen.bootstrap_addr = (host, port)
         try:
             info = await self.receiver.fetch(host, port, req.bootstrap_room)
         except TransferError as exc:
@@ -121,7 +145,42 @@ class Engine:
             log.warning("%s", exc)
             return json_response(error_body(str(exc), 500, "InternalServerError"), 500)
         gen.match = CacheMatch(int(info.get("device_tokens", 0)), int(info.get("host_tokens", 0)))
+        if info.get("index_k_stale"):
+            # The prefill read a stale index-K slot and sent what it read along with the KV.
+            self._corrupt(gen, preferred_room=info.get("stale_from_room"))
         return None
+
+    # --- faults ----------------------------------------------------------------------
+
+    def _on_prefill(self, batch: list[Generation], start_s: float, duration_s: float) -> None:
+        """Scheduler hook: slots are handed out and the index-K race is run for this batch."""
+        loads = [g for g in batch if g.match.host_tokens > 0]
+        for gen in batch:
+            _, gen.slot_previous_rid = self.pool.acquire(gen.rid)
+        for gen in loads:
+            other_copies = len(loads) - 1 + self.transfers_in_flight
+            if not self.race.decide(gen.match.host_tokens, other_copies, gen.key).stale:
+                continue
+            gen.index_k_stale = True
+            self.metrics.index_k_stale_reads_total += 1
+            if self.config.role == "single":
+                self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
+
+    def _corrupt(
+        self, gen: Generation, preferred_rid: str | None = None, preferred_room: int | None = None
+    ) -> None:
+        """Splice another in-flight request's bytes into `gen`'s output (nothing if none)."""
+        others = [g for g in self._by_rid.values() if g is not gen and g.tokens and not g.finished]
+        if not others:
+            return  # no concurrency: the stale slot held nothing anyone is still generating
+        preferred = [
+            g
+            for g in others
+            if g.rid == preferred_rid or (preferred_room and g.room == preferred_room)
+        ]
+        donor = preferred[0] if preferred else others[-1]
+        gen.tokens = splice(gen.tokens, donor.tokens, gen.key)
+        log.debug("index-K stale read: %s got bytes of %s", gen.rid, donor.rid)
 
     def _usage(self, gen: Generation) -> dict[str, Any]:
         return usage_of(gen.prompt_tokens, gen.emitted_tokens, gen.match.cached_tokens)
@@ -149,6 +208,7 @@ class Engine:
         finally:
             # Runs on normal end and when the client goes away mid-stream (a cancel).
             self._by_rid.pop(gen.rid, None)
+            self.pool.release(gen.rid)
             if not completed:
                 self._client_gone(gen)
 
@@ -158,6 +218,7 @@ class Engine:
                 renderer.feed(piece)
         finally:
             self._by_rid.pop(gen.rid, None)
+            self.pool.release(gen.rid)
         renderer.finish()
         reason = renderer.finish_reason(gen.finish_reason)
         return json_response(renderer.body(reason, self._usage(gen)))
@@ -173,7 +234,8 @@ class Engine:
 
     async def _notify_abort(self, gen: Generation) -> None:
         assert self.receiver is not None and gen.room is not None
-        await self.receiver.notify_abort("127.0.0.1", self.config.bootstrap_port, gen.room)
+        host, port = gen.bootstrap_addr or ("127.0.0.1", self.config.bootstrap_port)
+        await self.receiver.notify_abort(host, port, gen.room)
 
     # --- prefill side ----------------------------------------------------------------
 
@@ -182,15 +244,22 @@ class Engine:
         room = req.bootstrap_room
         handover = self.board.entry(room) if room is not None else None
         self._by_rid[gen.rid] = gen
+        if room is not None:
+            self._rooms_by_rid[gen.rid] = room
+            if len(self._rooms_by_rid) > 4096:
+                del self._rooms_by_rid[next(iter(self._rooms_by_rid))]
         try:
             self.scheduler.add_prefill(gen)
             await gen.prefilled.wait()
             if handover is not None and room is not None and gen.finish_reason != "abort":
+                previous = self._rooms_by_rid.get(gen.slot_previous_rid or "")
                 info = {
                     "prompt_tokens": gen.prompt_tokens,
                     "device_tokens": gen.match.device_tokens,
                     "host_tokens": gen.match.host_tokens,
                     "transfer_s": self.cost.transfer_s(gen.prompt_tokens),
+                    "index_k_stale": gen.index_k_stale,
+                    "stale_from_room": previous,
                 }
                 self.board.publish(room, info)
                 try:
@@ -201,6 +270,7 @@ class Engine:
                     return json_response(error_body(message, 500, "InternalServerError"), 500)
         finally:
             self._by_rid.pop(gen.rid, None)
+            self.pool.release(gen.rid)
             if room is not None:
                 self.board.discard(room)
         reason = "abort" if gen.finish_reason == "abort" else "length"
@@ -224,13 +294,24 @@ class Engine:
         except TimeoutError:
             self.board.discard(room)
             return json_response(error_body(f"room {room} never prefilled", 504, "Timeout"), 504)
+        if self.bootstrap_worker.dead:
+            # Wedged: nobody serves hand-overs any more; the decode side waits until it gives up.
+            await asyncio.sleep(timeout_s)
+            return json_response(
+                error_body(f"room {room}: bootstrap worker is dead", 504, "Timeout"), 504
+            )
         info = handover.info or {}
-        await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
+        self.transfers_in_flight += 1
+        try:
+            await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
+        finally:
+            self.transfers_in_flight -= 1
         handover.fetched.set()
         return json_response(orjson.dumps(info))
 
     def room_aborted(self, room: int) -> None:
-        """Decode dropped a room it had fetched (the client went away mid-stream)."""
+        """Decode dropped a room (its client went away mid-stream)."""
+        self.bootstrap_worker.on_abort_notice(room)
 
     # --- control ---------------------------------------------------------------------
 

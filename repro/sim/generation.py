@@ -31,6 +31,10 @@ class Generation:
     max_tokens: int | None = None
     arrived_at_s: float = 0.0  # modelled clock
     first_token_at_s: float | None = None
+    key: int = 0  # stable across processes and runs: seeds this request's timing noise
+    bootstrap_addr: tuple[str, int] | None = None  # decode side: the prefill's bootstrap server
+    slot_previous_rid: str | None = None  # whose bytes this request's slot held before it
+    index_k_stale: bool = False
 
     @property
     def prompt_tokens(self) -> int:
