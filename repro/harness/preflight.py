@@ -1,0 +1,219 @@
+"""Preflight: every role's argv checked by the target engine's own parser before anything starts.
+
+A mistyped, abbreviated or renamed flag then fails in seconds instead of after a long model
+load. Roles whose profile says `preflight = "sglang-server"` go through SGLang's parser with
+abbreviations off, `"sglang-router"` roles through sglang_router's. The parsers run in the
+role's own interpreter (often another venv, or behind the role's remote prefix), once per
+interpreter for all roles and plans at once, via the standalone `_sglang_probe.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from repro.errors import UsageError
+from repro.harness.plan import LaunchPlan, RolePlan
+from repro.harness.profile import Profile
+
+PROBE_SOURCE = Path(__file__).with_name("_sglang_probe.py")
+MARKER = "REPRO-PREFLIGHT "
+# Importing SGLang takes about 2 s warm; a cold cache or a remote prefix takes longer.
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class RoleVerdict:
+    """What one role's checker said about its argv and environment."""
+
+    plan_index: int
+    role: str
+    checker: str
+    interpreter: str
+    versions: str
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightReport:
+    """Every checked role of one plan, the roles no parser covers, and how long it took."""
+
+    verdicts: tuple[RoleVerdict, ...]
+    unchecked: tuple[str, ...]
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.verdicts)
+
+    def problems_by_role(self) -> dict[str, tuple[str, ...]]:
+        return {v.role: v.problems for v in self.verdicts if v.problems}
+
+    def failure_message(self) -> str:
+        """One message naming each failing role and each of its problems."""
+        lines = [
+            f"Preflight failed: the engine's own parser rejects {len(self.problems_by_role())} "
+            "role(s); nothing was started. Fix these flags (in --server-args, --set or the profile):"
+        ]
+        for verdict in self.verdicts:
+            if verdict.problems:
+                lines.append(f"  {verdict.role} ({verdict.checker}, {verdict.versions}):")
+                lines += [f"    - {problem}" for problem in verdict.problems]
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """Human lines for `repro preflight`: one per role, then its warnings."""
+        lines = []
+        for verdict in self.verdicts:
+            state = "ok" if verdict.ok else f"{len(verdict.problems)} problem(s)"
+            lines.append(f"{verdict.role}: {state} ({verdict.checker}, {verdict.versions})")
+            lines += [f"  - {problem}" for problem in verdict.problems]
+            lines += [f"  warning: {warning}" for warning in verdict.warnings]
+        lines += [f"{role}: not checked (its profile names no parser)" for role in self.unchecked]
+        lines.append(f"preflight took {self.elapsed_s:.1f} s")
+        return "\n".join(lines)
+
+
+def preflight(
+    plan: LaunchPlan, profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> PreflightReport:
+    """Check one plan; raise UsageError (exit 2) listing every problem if any role fails."""
+    report = check_plans([plan], profile, timeout_s=timeout_s)[0]
+    if not report.ok:
+        raise UsageError(report.failure_message())
+    return report
+
+
+def check_plans(
+    plans: Sequence[LaunchPlan], profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[PreflightReport]:
+    """Check many plans with one probe process per interpreter; never raises for bad flags."""
+    started = time.monotonic()
+    jobs: dict[tuple[str, ...], list[tuple[int, RolePlan, str, tuple[str, ...]]]] = {}
+    unchecked: dict[int, list[str]] = {i: [] for i in range(len(plans))}
+    for index, plan in enumerate(plans):
+        for role in plan.roles:
+            checker = profile.roles[role.name].preflight
+            if checker is None:
+                unchecked[index].append(role.name)
+                continue
+            launcher, args = _split_command(role, len(profile.roles[role.name].prefix))
+            jobs.setdefault(launcher, []).append((index, role, checker, args))
+    extra_flags = [flag.model_dump() for flag in profile.preflight.extra_flags]
+    verdicts: list[RoleVerdict] = []
+    for launcher, group in jobs.items():
+        verdicts += _run_probe(launcher, group, extra_flags, timeout_s)
+    _note_version_mismatch(verdicts, profile)
+    elapsed_s = time.monotonic() - started
+    return [
+        PreflightReport(
+            verdicts=tuple(v for v in verdicts if v.plan_index == index),
+            unchecked=tuple(unchecked[index]),
+            elapsed_s=elapsed_s,
+        )
+        for index in range(len(plans))
+    ]
+
+
+def _split_command(role: RolePlan, prefix_len: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`[prefix] PYTHON [opts] -m MODULE ARGS` -> (prefix + PYTHON [opts], ARGS)."""
+    argv = role.argv[prefix_len:]
+    if "-m" not in argv[1:] or argv.index("-m", 1) + 1 >= len(argv):
+        raise UsageError(
+            f"Role '{role.name}' cannot be preflighted: its command must read "
+            f"'PYTHON -m MODULE ARGS...', but it is: {' '.join(argv[:4])} ..."
+        )
+    module_at = argv.index("-m", 1)
+    return (*role.argv[:prefix_len], *argv[:module_at]), argv[module_at + 2 :]
+
+
+def _run_probe(
+    launcher: tuple[str, ...],
+    group: list[tuple[int, RolePlan, str, tuple[str, ...]]],
+    extra_flags: list[dict],
+    timeout_s: float,
+) -> list[RoleVerdict]:
+    """Send the probe and every check to `launcher -` and read its one answer line."""
+    request = {
+        "checks": [
+            {"id": str(n), "kind": checker, "argv": list(args), "env": role.env}
+            for n, (_, role, checker, args) in enumerate(group)
+        ],
+        "extra_flags": extra_flags,
+    }
+    # Program on stdin, not a file path: works the same through a remote prefix like ssh.
+    program = PROBE_SOURCE.read_text(encoding="utf-8") + f"\nmain({json.dumps(request)!r})\n"
+    interpreter = launcher[-1] if launcher else "?"
+    failure = None
+    try:
+        done = subprocess.run(
+            [*launcher, "-"],
+            input=program,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except FileNotFoundError:
+        failure = f"interpreter {launcher[0]!r} not found; point --server-python (or --set) at the engine's Python"
+    except subprocess.TimeoutExpired:
+        failure = f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s"
+    else:
+        answer = _answer_line(done.stdout)
+        if answer is None:
+            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            failure = f"{' '.join(launcher)} exited {done.returncode} without an answer: {tail}"
+    if failure is not None:
+        return [
+            RoleVerdict(index, role.name, checker, interpreter, "unknown", (failure,), ())
+            for index, role, checker, _ in group
+        ]
+    results = {r["id"]: r for r in answer["results"]}
+    versions = answer["versions"]
+    verdicts = []
+    for n, (index, role, checker, _) in enumerate(group):
+        dist = "sglang" if checker == "sglang-server" else "sglang-router"
+        version = f"{dist} {versions.get(dist, 'not installed')}"
+        result = results[str(n)]
+        verdicts.append(
+            RoleVerdict(
+                index,
+                role.name,
+                checker,
+                answer["python"],
+                version,
+                tuple(result["problems"]),
+                tuple(result["warnings"]),
+            )
+        )
+    return verdicts
+
+
+def _answer_line(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            return json.loads(line[len(MARKER) :])
+    return None
+
+
+def _note_version_mismatch(verdicts: list[RoleVerdict], profile: Profile) -> None:
+    """Trials are cached under the profile's version; say so when the interpreter's differs."""
+    if profile.engine.name != "sglang":
+        return
+    expected = f"sglang {profile.engine.version}"
+    for n, verdict in enumerate(verdicts):
+        if verdict.checker == "sglang-server" and verdict.versions not in (expected, "unknown"):
+            note = (
+                f"profile {profile.identity()} but this interpreter has {verdict.versions}; "
+                "results will be filed under the profile's version"
+            )
+            verdicts[n] = replace(verdict, warnings=(*verdict.warnings, note))
