@@ -1,0 +1,98 @@
+"""The trial cache: evidence per (configuration, engine identity, scenario, client settings).
+
+One JSON file per key under <results>/bisect/cache/, rewritten atomically after every wave,
+so a campaign killed at any point resumes with everything that had finished. Statistical
+settings are deliberately not part of the key: an entry holds outcomes, not a verdict (see
+evidence.py), so a rerun with other p0/p1/alpha/beta reuses the sessions already paid for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from repro.bisect.evidence import Evidence, Wave
+from repro.errors import ReproError
+from repro.spec import RunSpec
+
+CACHE_VERSION = 1
+
+# RunSpec fields that cannot change what a session observes: where the engine listens, how
+# long start-up may take, and the profile's path (its content is in the engine identity).
+_NOT_IN_KEY = frozenset({"url", "port", "health_timeout_s", "profile", "knobs"})
+
+
+def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) -> dict[str, object]:
+    """What a trial's outcome depends on; any RunSpec field not listed above is included."""
+    client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY))
+    return {
+        "version": CACHE_VERSION,
+        "engine": engine_identity,
+        "config": dict(sorted(config.items())),
+        "spec": client,
+    }
+
+
+def key_digest(key: Mapping[str, object]) -> str:
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+class TrialCache:
+    """Evidence files under one folder; reads tolerate a missing entry, never a corrupt one."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, key: Mapping[str, object]) -> Path:
+        return self.folder / f"{key_digest(key)}.json"
+
+    def load(self, key: Mapping[str, object]) -> Evidence | None:
+        path = self.path(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ReproError(
+                f"Trial cache entry {path} cannot be read ({exc}); delete it to measure that "
+                "trial again."
+            ) from None
+        # A digest collision or a hand-edited file must not pass as this trial's evidence.
+        if data.get("key") != json.loads(json.dumps(key)):
+            return None
+        waves = tuple(Wave(**w) for w in data["waves"])
+        return Evidence(data["key"]["config"], waves)
+
+    def save(self, key: Mapping[str, object], evidence: Evidence) -> None:
+        """Write the whole entry to a temporary file, then rename it over the old one."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "key": key,
+            "waves": [
+                {
+                    "first_session_id": w.first_session_id,
+                    "outcomes": w.outcomes,
+                    "wall_s": w.wall_s,
+                    "run_dir": w.run_dir,
+                }
+                for w in evidence.waves
+            ],
+        }
+        path = self.path(key)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,141 @@
+"""Trials: one configuration measured in waves of sessions until a question is settled.
+
+A campaign asks each trial a question (the SPRT decided; a knob's class is settled) and the
+runner adds waves until it is answered or the session cap is reached. Evidence comes from
+the cache first and every wave is written back at once, so nothing decided is run twice.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro.bisect.cache import TrialCache, key_digest, trial_key
+from repro.bisect.evidence import Evidence
+from repro.bisect.oracle import Oracle
+from repro.bisect.progress import CampaignState, Progress
+from repro.bisect.sprt import SprtResult, SprtSettings
+from repro.knobs import describe
+from repro.results.stats import Rate
+from repro.spec import RunSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One configuration as this campaign used it."""
+
+    label: str
+    config: Mapping[str, str]
+    evidence: Evidence
+    result: SprtResult
+    cached_sessions: int  # sessions that were already in the cache when this run began
+    digest: str
+
+    @property
+    def rate(self) -> Rate:
+        return self.evidence.rate()
+
+    @property
+    def sessions_run(self) -> int:
+        return self.evidence.sessions_run
+
+    @property
+    def new_sessions(self) -> int:
+        return self.evidence.sessions_run - self.cached_sessions
+
+
+Question = Callable[[Evidence], bool]
+
+
+class TrialRunner:
+    """Measures configurations for one campaign; remembers every trial it touched, in order."""
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        cache: TrialCache,
+        base: RunSpec,
+        settings: SprtSettings,
+        trials_dir: Path,
+        progress: Progress | None = None,
+    ) -> None:
+        self.oracle = oracle
+        self.cache = cache
+        self.base = base
+        self.wave_sessions = base.sessions
+        # A smaller last wave would be a lighter load, so the cap is rounded up to whole waves.
+        waves = math.ceil(settings.max_sessions / self.wave_sessions)
+        self.settings = settings.model_copy(update={"max_sessions": waves * self.wave_sessions})
+        self.trials_dir = trials_dir
+        self.progress = progress
+        self.trials: dict[str, Trial] = {}
+        self.started_at_s = time.monotonic()
+
+    @property
+    def sessions_spent(self) -> int:
+        """Sessions run by this campaign run (cache hits excluded)."""
+        return sum(t.new_sessions for t in self.trials.values())
+
+    def at_cap(self, evidence: Evidence) -> bool:
+        return evidence.sessions_run >= self.settings.max_sessions
+
+    async def measure(
+        self, label: str, requested: Mapping[str, str], settled: Question | None = None
+    ) -> Trial:
+        """Run waves on this configuration until `settled` (default: the SPRT decided) or the cap."""
+        config = self.oracle.resolve(requested)
+        spec = self.base.model_copy(update={"knobs": config})
+        key = trial_key(spec, config, self.oracle.identity())
+        digest = key_digest(key)
+        evidence = self.cache.load(key) or Evidence(config)
+        known = self.trials.get(digest)
+        cached = known.cached_sessions if known else evidence.sessions_run
+        question = settled or (lambda ev: ev.sprt(self.settings).decided)
+        trial = self._record(label, config, evidence, cached, digest, known)
+        while not question(evidence) and not self.at_cap(evidence):
+            self._show(trial, running=True)
+            wave_dir = self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}"
+            wave = await self.oracle.run_wave(spec, wave_dir, evidence.next_session_id)
+            evidence = evidence.with_wave(wave)
+            self.cache.save(key, evidence)
+            trial = self._record(label, config, evidence, cached, digest, known)
+        self._show(None, running=False)
+        return trial
+
+    def _record(
+        self,
+        label: str,
+        config: Mapping[str, str],
+        evidence: Evidence,
+        cached: int,
+        digest: str,
+        known: Trial | None,
+    ) -> Trial:
+        # A configuration met again (ddmin revisits; good + set == bad) keeps its first label.
+        name = known.label if known else label
+        trial = Trial(name, config, evidence, evidence.sprt(self.settings), cached, digest)
+        self.trials[digest] = trial
+        return trial
+
+    def _show(self, current: Trial | None, *, running: bool) -> None:
+        if self.progress is None:
+            return
+        self.progress.update(
+            CampaignState(
+                current=current.label if current else None,
+                current_config=describe(current.config) if current else None,
+                current_sessions=current.sessions_run if current else 0,
+                current_corrupted=current.evidence.corrupted if current else 0,
+                wave_running=running,
+                decisions=tuple(
+                    (t.label, t.result.decision.value, t.evidence.corrupted, t.evidence.sessions)
+                    for t in self.trials.values()
+                    if t is not current
+                ),
+                sessions_spent=self.sessions_spent,
+                elapsed_s=time.monotonic() - self.started_at_s,
+            )
+        )

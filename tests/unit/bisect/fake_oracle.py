@@ -1,0 +1,83 @@
+"""A stand-in for the harness: each session is corrupted with a configuration's fixed rate.
+
+Deterministic: a session's outcome depends only on (seed, configuration, session id), so a
+rerun sees exactly the same sessions, and a test can count which ones were run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from repro.bisect.evidence import CLEAN, CORRUPTED, Wave
+from repro.errors import UsageError
+from repro.knobs import describe
+from repro.spec import RunSpec
+
+STORY_KNOBS = {
+    "topology": ("single", "pd"),
+    "hicache": ("off", "on"),
+    "index_k": ("fp8", "bf16"),
+    "topk_v2": ("off", "on"),
+    "custom_kernels": ("off", "on"),
+    "cuda_graph": ("off", "on"),
+}
+
+
+def story_rate(config: Mapping[str, str]) -> float:
+    """The seed bug: PD amplifies a HiCache + bf16 race; everything else is a red herring."""
+    if config["hicache"] != "on" or config["index_k"] != "bf16":
+        return 0.0
+    return 0.17 if config["topology"] == "pd" else 0.02
+
+
+class Crash(Exception):
+    """Raised by the fake in place of a kill (SIGKILL, power loss, Ctrl-C)."""
+
+
+@dataclass
+class FakeOracle:
+    rate: Callable[[Mapping[str, str]], float] = story_rate
+    knobs: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(STORY_KNOBS))
+    defaults: Mapping[str, str] | None = None
+    seed: int = 0
+    crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
+    waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
+    closed: bool = False
+
+    def identity(self) -> str:
+        return "fake-engine 1.0"
+
+    def knob_names(self) -> list[str]:
+        return list(self.knobs)
+
+    def resolve(self, requested: Mapping[str, str]) -> dict[str, str]:
+        config = dict(self.defaults or {k: v[0] for k, v in self.knobs.items()})
+        for knob, value in requested.items():
+            if knob not in self.knobs:
+                raise UsageError(f"Unknown knob '{knob}'.")
+            if value not in self.knobs[knob]:
+                raise UsageError(f"Knob '{knob}' has no value '{value}'.")
+            config[knob] = value
+        return config
+
+    async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
+        config = describe(spec.knobs)
+        seen = list(dict.fromkeys(self.configs_run()))
+        if config not in seen and len(seen) + 1 == self.crash_on_config:
+            raise Crash("killed")
+        self.waves.append((config, first_session_id, spec.sessions))
+        rate = self.rate(spec.knobs)
+        outcomes = "".join(
+            CORRUPTED if random.Random(f"{self.seed}:{config}:{sid}").random() < rate else CLEAN
+            for sid in range(first_session_id, first_session_id + spec.sessions)
+        )
+        return Wave(first_session_id, outcomes, wall_s=1.0, run_dir=str(wave_dir))
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def configs_run(self) -> list[str]:
+        return [config for config, _, _ in self.waves]

@@ -1,0 +1,61 @@
+"""Matrix mode: every cell decided, rates with intervals, a parquet table, cache reuse."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from fake_oracle import FakeOracle, story_rate
+
+from repro.bisect.campaign import MatrixCampaign, bisect_matrix
+from repro.errors import UsageError
+from repro.spec import RunSpec
+
+SEED_BUG = {"topology": ("single", "pd"), "hicache": ("off", "on"), "index_k": ("fp8", "bf16")}
+
+
+def campaign(out, factors, fraction=False):
+    return MatrixCampaign(run=RunSpec(), factors=factors, fraction=fraction, out_dir=out)
+
+
+def test_full_factorial_decides_each_cell_and_writes_parquet(tmp_path):
+    oracle = FakeOracle()
+    report, parquet = bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=oracle)
+    assert len(report.cells) == 8
+    decisions = {tuple(c.levels.values()): c.trial.result.decision.value for c in report.cells}
+    assert decisions[("pd", "on", "bf16")] == "CORRUPTING"
+    assert all(d == "CLEAN" for cell, d in decisions.items() if cell[1:] != ("on", "bf16"))
+    frame = pd.read_parquet(parquet)
+    assert len(frame) == 8
+    assert {"topology", "hicache", "index_k", "decision", "rate", "rate_low", "rate_high"} <= set(
+        frame.columns
+    )
+    worst = frame.sort_values("rate").iloc[-1]
+    assert (worst.topology, worst.hicache, worst.index_k) == ("pd", "on", "bf16")
+    assert worst.rate_low < worst.rate < worst.rate_high
+    assert frame.loc[frame.decision == "CLEAN", "sessions_corrupted"].max() <= 1
+
+
+def test_fraction_runs_sixteen_cells_for_eight_factors_and_hits_the_bug(tmp_path):
+    factors = dict(SEED_BUG)
+    factors |= {"topk_v2": ("off", "on"), "custom_kernels": ("off", "on")}
+    factors |= {"cuda_graph": ("off", "on")}
+    oracle = FakeOracle(rate=lambda c: story_rate(c))
+    report, _ = bisect_matrix(campaign(tmp_path, factors, fraction=True), oracle=oracle)
+    assert report.design == "resolution-IV fraction" and len(report.cells) == 16
+    bad = [c for c in report.cells if c.trial.result.decision.value == "CORRUPTING"]
+    assert {(c.levels["hicache"], c.levels["index_k"]) for c in bad} == {("on", "bf16")}
+
+
+def test_cells_already_measured_come_from_the_cache(tmp_path):
+    bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=FakeOracle())
+    again = FakeOracle()
+    report, _ = bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=again)
+    assert again.waves == [] and len(report.cells) == 8
+    assert all(c.trial.new_sessions == 0 for c in report.cells)
+
+
+def test_unknown_factor_value_fails_before_any_session(tmp_path):
+    oracle = FakeOracle()
+    with pytest.raises(UsageError, match="no value 'fp4'"):
+        bisect_matrix(campaign(tmp_path, {"index_k": ("fp8", "fp4")}), oracle=oracle)
+    assert oracle.waves == []
