@@ -1,0 +1,170 @@
+"""Campaigns: what `repro bisect flags|matrix` asks for, validated once, and the one call each.
+
+Results go under <out>/bisect/: cache/ (one evidence file per trial), trials/<key>/wave-NNN/
+(each wave's run folder), and the campaign's report (JSON, and parquet for a matrix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from repro.bisect.cache import TrialCache
+from repro.bisect.flags import FlagReport, search_flags
+from repro.bisect.matrix import MatrixReport, run_matrix
+from repro.bisect.oracle import Oracle
+from repro.bisect.progress import Progress
+from repro.bisect.sprt import SprtSettings
+from repro.bisect.trial import TrialRunner
+from repro.errors import UsageError
+from repro.spec import RunSpec
+
+Report = TypeVar("Report")
+
+
+class _Campaign(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: RunSpec = Field(description="the load per wave: run.sessions is the wave size")
+    sprt: SprtSettings = Field(default_factory=SprtSettings)
+    out_dir: Path = Field(Path("results"), description="results folder; the cache lives here")
+
+    @model_validator(mode="after")
+    def _launches(self) -> _Campaign:
+        if self.run.url is not None:
+            raise ValueError("bisect launches an engine per configuration, so --url cannot be used")
+        return self
+
+    @classmethod
+    def build(cls, **fields: object) -> Self:
+        """Validate user input; a bad field becomes one UsageError sentence."""
+        try:
+            return cls(**{k: v for k, v in fields.items() if v is not None})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "input"
+            message = first["msg"].removeprefix("Value error, ")
+            raise UsageError(f"Invalid {where.replace('_', '-')}: {message}.") from None
+
+    @property
+    def folder(self) -> Path:
+        return self.out_dir / "bisect"
+
+    def digest(self) -> str:
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+class FlagCampaign(_Campaign):
+    bad: dict[str, str] = Field(min_length=1, description="knobs of the failing configuration")
+    good: dict[str, str] = Field(min_length=1, description="knobs of the clean configuration")
+
+
+class MatrixCampaign(_Campaign):
+    factors: dict[str, tuple[str, ...]] = Field(min_length=1, description="knob -> its values")
+    fraction: bool = Field(False, description="resolution-IV fraction instead of all cells")
+
+
+def bisect_flags(
+    campaign: FlagCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+) -> FlagReport:
+    """Find the conjunction of knobs that makes `good` corrupt like `bad`."""
+
+    async def search(runner: TrialRunner) -> FlagReport:
+        base = campaign.run.knobs
+        return await search_flags(runner, base | campaign.bad, base | campaign.good)
+
+    report = _run(campaign, search, oracle, progress)
+    _write_json(campaign.folder / f"flags-{campaign.digest()}.json", flag_report_json(report))
+    return report
+
+
+def bisect_matrix(
+    campaign: MatrixCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+) -> tuple[MatrixReport, Path]:
+    """Measure every cell of the design; returns the report and its parquet file."""
+
+    async def measure(runner: TrialRunner) -> MatrixReport:
+        factors = {k: list(v) for k, v in campaign.factors.items()}
+        return await run_matrix(runner, campaign.run.knobs, factors, fraction=campaign.fraction)
+
+    report = _run(campaign, measure, oracle, progress)
+    path = report.write_parquet(campaign.folder / f"matrix-{campaign.digest()}.parquet")
+    return report, path
+
+
+def flag_report_json(report: FlagReport) -> dict[str, object]:
+    """The `--json` document: culprit, classes, and counts of trials and sessions first."""
+    return {
+        "culprit": report.culprit,
+        "classes": {k: v.value for k, v in report.classes.items()},
+        "trials": len(report.trials),
+        "sessions": report.sessions,
+        "wall_s": round(report.wall_s, 1),
+        "method": report.method,
+        "notes": list(report.notes),
+        "table": [
+            {
+                "trial": t.label,
+                "config": dict(t.config),
+                "decision": t.result.decision.value,
+                "decided_after_sessions": t.result.sessions,
+                "llr": round(t.result.llr, 3),
+                "sessions_corrupted": t.rate.k,
+                "sessions": t.rate.n,
+                "sessions_run": t.sessions_run,
+                "rate": t.rate.value,
+                "rate_low": t.rate.low,
+                "rate_high": t.rate.high,
+                "wall_s": round(t.evidence.wall_s, 1),
+                "from_cache_sessions": t.cached_sessions,
+            }
+            for t in report.trials
+        ],
+    }
+
+
+def _run(
+    campaign: _Campaign,
+    body: Callable[[TrialRunner], Awaitable[Report]],
+    oracle: Oracle | None,
+    progress: Progress | None,
+) -> Report:
+    import anyio
+
+    async def main() -> Report:
+        engine = oracle or _harness_oracle(campaign.run)
+        runner = TrialRunner(
+            engine,
+            TrialCache(campaign.folder / "cache"),
+            campaign.run,
+            campaign.sprt,
+            campaign.folder / "trials",
+            progress,
+        )
+        try:
+            return await body(runner)
+        finally:
+            # Shielded so a Ctrl-C still stops the engine the oracle kept running.
+            with anyio.CancelScope(shield=True):
+                await engine.aclose()
+
+    return anyio.run(main)
+
+
+def _harness_oracle(run: RunSpec) -> Oracle:
+    from repro.bisect.harness_oracle import HarnessOracle
+
+    return HarnessOracle.for_spec(run)
+
+
+def _write_json(path: Path, document: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,266 @@
+"""`repro bisect flags|matrix`: thin commands; the orchestrator mounts `app` as `bisect`.
+
+Each builds a campaign (validation lives in the campaign and RunSpec), calls one function in
+repro.bisect, prints, and maps errors to exit codes. Heavy imports stay inside the bodies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from repro import cli_options as o
+from repro.bisect.sprt import SprtSettings
+from repro.errors import EXIT_INTERRUPTED, ReproError
+
+app = typer.Typer(
+    help="Search configurations for what triggers corruption, with sequential statistics.",
+    no_args_is_help=True,
+)
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+STATS = "Statistics (SPRT per trial)"
+
+
+def _sprt_opt(flag: str, name: str, **kwargs: Any) -> Any:
+    field = SprtSettings.model_fields[name]
+    return typer.Option(flag, help=field.description, rich_help_panel=STATS, **kwargs)
+
+
+P0 = Annotated[float, _sprt_opt("--p0", "p0")]
+P1 = Annotated[float, _sprt_opt("--p1", "p1")]
+Alpha = Annotated[float, _sprt_opt("--alpha", "alpha")]
+Beta = Annotated[float, _sprt_opt("--beta", "beta")]
+Cap = Annotated[int, _sprt_opt("--sessions-cap", "max_sessions", min=1)]
+WaveSessions = Annotated[
+    int,
+    typer.Option(
+        "--sessions", min=1, help="sessions per wave, run together: the load each trial sees"
+    ),
+]
+Out = Annotated[
+    Path,
+    typer.Option("--out", help="results folder; trials are cached in <out>/bisect/"),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")]
+_SPRT = SprtSettings.model_fields
+
+
+@contextlib.contextmanager
+def exit_on_error() -> Iterator[None]:
+    """One sentence and an exit code for a ReproError; Ctrl-C says how to resume."""
+    try:
+        yield
+    except ReproError as exc:
+        errors.print(f"[red]error:[/] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        errors.print(
+            "interrupted: every finished wave is in the trial cache; run the same command "
+            "again to resume."
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+@app.command()
+def flags(
+    bad: Annotated[str, typer.Option("--bad", help="the failing configuration, K=V,...")],
+    good: Annotated[str, typer.Option("--good", help="the clean configuration, K=V,...")],
+    json_out: JsonOut = False,
+    p0: P0 = _SPRT["p0"].default,
+    p1: P1 = _SPRT["p1"].default,
+    alpha: Alpha = _SPRT["alpha"].default,
+    beta: Beta = _SPRT["beta"].default,
+    sessions_cap: Cap = _SPRT["max_sessions"].default,
+    sessions: WaveSessions = o.default("sessions"),
+    concurrency: o.Concurrency = None,
+    topology: o.Topology = None,
+    hicache: o.HiCache = None,
+    index_k: o.IndexK = None,
+    topk_v2: o.TopkV2 = None,
+    custom_kernels: o.CustomKernels = None,
+    cuda_graph: o.CudaGraph = None,
+    router: o.Router = None,
+    knob: o.Knob = None,
+    scenario: o.Scenario = o.default("scenario"),
+    seed: o.Seed = o.default("seed"),
+    context_max: o.ContextMax = o.default("context_max_tokens"),
+    max_turns: o.MaxTurns = o.default("max_turns"),
+    ramp_up: o.RampUp = o.default("ramp_up_s"),
+    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
+    stall_after: o.StallAfter = o.default("stall_after_s"),
+    abort_rate: o.AbortRate = o.default("abort_rate"),
+    out: Out = Path("results"),
+    url: o.Url = None,
+    backend: o.Backend = o.default("backend"),
+    profile: o.ProfileOpt = None,
+    model_path: o.ModelPath = None,
+    settings: o.Settings = None,
+    server_python: o.ServerPython = None,
+    server_args: o.ServerArgs = None,
+    port: o.Port = None,
+    health_timeout: o.HealthTimeout = None,
+    model: o.Model = None,
+) -> None:
+    """Find the whole conjunction of knobs that turns --good into --bad's corruption.
+
+    Knob options (--index-k, --knob) set what both endpoints share; --bad and --good override.
+
+    Both endpoints are measured first; then each differing knob is reverted from bad and
+    classed needed, amplifier, irrelevant or unknown; the culprit is confirmed from good.
+    """
+    options = dict(locals())
+    from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
+    from repro.bisect.render import render_flag_report
+    from repro.knobs import parse_assignments
+
+    with exit_on_error():
+        campaign = FlagCampaign.build(
+            run=o.build_spec(**_run_fields(options)),
+            bad=parse_assignments([bad]),
+            good=parse_assignments([good]),
+            sprt=_sprt(p0, p1, alpha, beta, sessions_cap),
+            out_dir=out,
+        )
+        report = _with_progress(lambda progress: bisect_flags(campaign, progress=progress))
+        if json_out:
+            console.print_json(json.dumps(flag_report_json(report)))
+        else:
+            render_flag_report(report, console)
+
+
+@app.command()
+def matrix(
+    factor: Annotated[
+        list[str],
+        typer.Option("--factor", help="a knob and its values, K=V1,V2 (repeatable)"),
+    ],
+    fraction: Annotated[
+        bool, typer.Option("--fraction", help="a resolution-IV fraction instead of every cell")
+    ] = False,
+    p0: P0 = _SPRT["p0"].default,
+    p1: P1 = _SPRT["p1"].default,
+    alpha: Alpha = _SPRT["alpha"].default,
+    beta: Beta = _SPRT["beta"].default,
+    sessions_cap: Cap = _SPRT["max_sessions"].default,
+    sessions: WaveSessions = o.default("sessions"),
+    concurrency: o.Concurrency = None,
+    topology: o.Topology = None,
+    hicache: o.HiCache = None,
+    index_k: o.IndexK = None,
+    topk_v2: o.TopkV2 = None,
+    custom_kernels: o.CustomKernels = None,
+    cuda_graph: o.CudaGraph = None,
+    router: o.Router = None,
+    knob: o.Knob = None,
+    scenario: o.Scenario = o.default("scenario"),
+    seed: o.Seed = o.default("seed"),
+    context_max: o.ContextMax = o.default("context_max_tokens"),
+    max_turns: o.MaxTurns = o.default("max_turns"),
+    ramp_up: o.RampUp = o.default("ramp_up_s"),
+    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
+    stall_after: o.StallAfter = o.default("stall_after_s"),
+    abort_rate: o.AbortRate = o.default("abort_rate"),
+    out: Out = Path("results"),
+    url: o.Url = None,
+    backend: o.Backend = o.default("backend"),
+    profile: o.ProfileOpt = None,
+    model_path: o.ModelPath = None,
+    settings: o.Settings = None,
+    server_python: o.ServerPython = None,
+    server_args: o.ServerArgs = None,
+    port: o.Port = None,
+    health_timeout: o.HealthTimeout = None,
+    model: o.Model = None,
+) -> None:
+    """Measure every cell of a factorial (or a resolution-IV fraction): a table of rates."""
+    options = dict(locals())
+    from repro.bisect.campaign import MatrixCampaign, bisect_matrix
+    from repro.bisect.render import render_matrix
+
+    with exit_on_error():
+        campaign = MatrixCampaign.build(
+            run=o.build_spec(**_run_fields(options)),
+            factors=_factors(factor),
+            fraction=fraction,
+            sprt=_sprt(p0, p1, alpha, beta, sessions_cap),
+            out_dir=out,
+        )
+        report, parquet = _with_progress(
+            lambda progress: bisect_matrix(campaign, progress=progress)
+        )
+        render_matrix(report, parquet, console)
+
+
+def _with_progress(call: Any) -> Any:
+    from repro.bisect.progress import LiveProgress
+
+    with LiveProgress(errors) as progress:
+        return call(progress)
+
+
+def _sprt(p0: float, p1: float, alpha: float, beta: float, cap: int) -> SprtSettings:
+    from pydantic import ValidationError
+
+    from repro.errors import UsageError
+
+    try:
+        return SprtSettings(p0=p0, p1=p1, alpha=alpha, beta=beta, max_sessions=cap)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "--" + ".".join(str(p) for p in first["loc"]).replace("_", "-")
+        message = first["msg"].removeprefix("Value error, ")
+        raise UsageError(f"Invalid {where if first['loc'] else 'statistics'}: {message}.") from None
+
+
+def _factors(items: list[str]) -> dict[str, tuple[str, ...]]:
+    from repro.errors import UsageError
+
+    factors: dict[str, tuple[str, ...]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        split = tuple(v.strip() for v in values.split(",") if v.strip())
+        if not sep or not name or not split:
+            raise UsageError(f"--factor '{item}' is not K=V1,V2 (e.g. index_k=fp8,bf16).")
+        if name in factors:
+            raise UsageError(f"--factor {name} is given twice; list all its values once.")
+        factors[name] = split
+    return factors
+
+
+_NOT_RUN_FIELDS = {
+    "bad",
+    "good",
+    "json_out",
+    "factor",
+    "fraction",
+    "p0",
+    "p1",
+    "alpha",
+    "beta",
+    "sessions_cap",
+    "out",
+}
+_RENAMES = {
+    "ramp_up": "ramp_up_s",
+    "turn_timeout": "turn_timeout_s",
+    "stall_after": "stall_after_s",
+    "health_timeout": "health_timeout_s",
+}
+
+
+def _run_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """Command parameters to build_spec keywords (option names -> RunSpec field names)."""
+    return {
+        _RENAMES.get(k, k): v
+        for k, v in options.items()
+        if k not in _NOT_RUN_FIELDS and not k.startswith("_")
+    }

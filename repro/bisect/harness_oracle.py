@@ -1,0 +1,116 @@
+"""The real oracle: waves of sessions through the harness, one engine kept per configuration.
+
+The engine stays up from wave to wave while only client-side fields of the spec change
+(a trial's next wave, a retry right after); it is restarted when an engine-side field
+(knobs, settings, profile, backend, interpreter, extra args, port, seed) differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
+from repro.errors import EngineError
+from repro.harness.profile import Profile, load_profile
+from repro.spec import RunSpec
+
+ENGINE_FIELDS = frozenset(
+    {"knobs", "settings", "profile", "backend", "server_python", "server_args", "port", "seed"}
+)
+
+
+def engine_key(spec: RunSpec) -> str:
+    return json.dumps(spec.model_dump(mode="json", include=set(ENGINE_FIELDS)), sort_keys=True)
+
+
+def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str:
+    """One outcome per session id, counted exactly as RunSummary counts sessions.
+
+    A session counts when it has at least one judged (`ok`) turn, and is corrupted when any
+    judged turn is; one with no judged turn (errors only, or never started) is ERRORED.
+    """
+    import pyarrow.parquet as pq
+
+    path = run_dir / "turns.parquet"
+    if not path.exists():
+        return ERRORED * sessions
+    table = pq.read_table(path, columns=["session_id", "outcome", "corrupted"]).to_pylist()
+    judged: dict[int, bool] = {}
+    for row in table:
+        if row["outcome"] == "ok":
+            sid = row["session_id"]
+            judged[sid] = judged.get(sid, False) or bool(row["corrupted"])
+    ids = range(first_session_id, first_session_id + sessions)
+    return "".join(
+        ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
+    )
+
+
+class HarnessOracle:
+    def __init__(self, profile: Profile, profile_bytes: bytes) -> None:
+        self.profile = profile
+        self._digest = hashlib.sha256(profile_bytes).hexdigest()[:12]
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._key: str | None = None
+        self._endpoint: object = None
+        self._starts = 0
+
+    @classmethod
+    def for_spec(cls, spec: RunSpec) -> HarnessOracle:
+        path = spec.profile_path()
+        profile = load_profile(path)  # raises UsageError naming the file and key
+        return cls(profile, Path(path).read_bytes())
+
+    def identity(self) -> str:
+        # The profile's bytes too: two profiles may name the same engine version but map
+        # knobs differently, and a trial under one says nothing about the other.
+        return f"{self.profile.identity()} (profile {self._digest})"
+
+    def knob_names(self) -> list[str]:
+        return self.profile.knob_names()
+
+    def resolve(self, requested: Mapping[str, str]) -> dict[str, str]:
+        return self.profile.resolve_knobs(dict(requested))
+
+    async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
+        from repro.harness.run import drive
+
+        started_s = time.monotonic()
+        endpoint = await self._engine_for(spec, wave_dir)
+        wave_dir.mkdir(parents=True, exist_ok=True)
+        summary = await drive(spec, endpoint, wave_dir, first_session_id=first_session_id)  # type: ignore[arg-type]
+        outcomes = session_outcomes(wave_dir, first_session_id, spec.sessions)
+        if outcomes.count(ERRORED) == len(outcomes):
+            raise EngineError(
+                f"No session of the wave in {wave_dir} got a single judged turn "
+                f"({summary.errors} errors, {summary.stalls} stalls); see its logs."
+            )
+        return Wave(first_session_id, outcomes, time.monotonic() - started_s, str(wave_dir))
+
+    async def _engine_for(self, spec: RunSpec, wave_dir: Path) -> object:
+        from repro.harness.run import engine
+
+        key = engine_key(spec)
+        if key == self._key and self._stack is not None:
+            return self._endpoint
+        await self.aclose()
+        stack = contextlib.AsyncExitStack()
+        self._starts += 1
+        logs = wave_dir.parent / f"engine-{self._starts:03d}-logs"
+        self._endpoint = await stack.enter_async_context(engine(spec, logs))
+        self._stack, self._key = stack, key
+        return self._endpoint
+
+    @property
+    def engine_starts(self) -> int:
+        return self._starts
+
+    async def aclose(self) -> None:
+        stack, self._stack, self._key = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()

@@ -1,0 +1,89 @@
+"""`repro bisect flags|matrix` as a user runs them (the engine replaced by the seeded fake)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_oracle import FakeOracle
+from typer.testing import CliRunner
+
+import repro.bisect.campaign as campaign_module
+from repro.bisect.commands import app
+
+BAD = "topology=pd,hicache=on,index_k=bf16,topk_v2=on,custom_kernels=on,cuda_graph=off"
+GOOD = "topology=single,hicache=off,index_k=fp8,topk_v2=off,custom_kernels=off,cuda_graph=on"
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    made: list[FakeOracle] = []
+
+    def harness_oracle(run):
+        made.append(FakeOracle(seed=run.seed))
+        return made[-1]
+
+    monkeypatch.setattr(campaign_module, "_harness_oracle", harness_oracle)
+    return made
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_flags_json_has_the_contract_keys(tmp_path, fake):
+    result = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["culprit"] == {"topology": "pd", "hicache": "on", "index_k": "bf16"}
+    assert doc["classes"]["hicache"] == "needed" and doc["classes"]["topology"] == "amplifier"
+    assert doc["trials"] == 10 and doc["sessions"] == 1040
+    assert len(doc["table"]) == 10
+    assert list((tmp_path / "bisect").glob("flags-*.json"))
+
+
+def test_flags_table_output_and_run_options_reach_the_spec(tmp_path, fake):
+    result = invoke(
+        "flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path),
+        "--context-max", "16000", "--sessions", "40", "--seed", "3", "--sessions-cap", "240",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "culprit: topology=pd + hicache=on + index_k=bf16" in result.stdout
+    assert "revert topk_v2" in result.stdout
+    assert {sessions for _, _, sessions in fake[0].waves} == {40}  # --sessions is the wave
+
+
+def test_bad_statistics_are_one_sentence_and_exit_2(tmp_path, fake):
+    result = invoke("flags", "--bad", BAD, "--good", GOOD, "--p0", "0.1", "--p1", "0.05")
+    assert result.exit_code == 2
+    assert "p0 must be below p1" in result.stderr
+    assert fake == []  # nothing ran
+
+
+def test_url_is_refused_with_a_reason(tmp_path, fake):
+    result = invoke("flags", "--bad", BAD, "--good", GOOD, "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 2
+    assert "--url cannot be used" in result.stderr
+
+
+def test_refused_endpoint_exits_2(tmp_path, monkeypatch):
+    monkeypatch.setattr(campaign_module, "_harness_oracle", lambda run: FakeOracle(lambda c: 0.0))
+    result = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "did not reproduce" in result.stderr
+
+
+def test_matrix_prints_cells_and_writes_parquet(tmp_path, fake):
+    result = invoke(
+        "matrix", "--factor", "hicache=off,on", "--factor", "index_k=fp8,bf16",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "full factorial: 4 cells" in result.stdout
+    assert list((tmp_path / "bisect").glob("matrix-*.parquet"))
+
+
+def test_malformed_factor_is_a_usage_error(tmp_path, fake):
+    result = invoke("matrix", "--factor", "index_k", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "is not K=V1,V2" in result.stderr
