@@ -1,0 +1,44 @@
+"""Characters a healthy model never emits: U+FFFD, UTF-8 read as Latin-1/cp1252, C1 controls.
+
+Mojibake is recognised by shape: a UTF-8 lead byte followed by the right number of
+continuation bytes, each shown as the Latin-1 or cp1252 character for that byte (`é` =
+C3 A9 shows as `Ã©`). A match is at most four characters long.
+"""
+
+from __future__ import annotations
+
+import re
+
+from repro.checkers.kinds import Kind
+
+MATCH_MAX_CHARS = 4
+
+# Bytes 0x80-0xBF as Latin-1 shows them, plus cp1252's printable characters for 0x80-0x9F.
+_CONT = "\u0080-\u00bf€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ"
+CHAR_DEFECT = re.compile(
+    f"(?P<mojibake>[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}})"
+    "|(?P<replacement>\ufffd)"
+    "|(?P<invalid>[\x00\u0080-\u009f\ud800-\udfff])"
+)
+
+# Every character a defect can start with, as one class: a fast first pass over clean text.
+SUSPECT = re.compile("[\x00\u0080-\u00ff\ufffd\ud800-\udfff]")
+
+KIND_OF_GROUP = {
+    "mojibake": Kind.MOJIBAKE,
+    "replacement": Kind.REPLACEMENT_CHAR,
+    "invalid": Kind.INVALID_CHAR,
+}
+
+
+def describe(kind: Kind, text: str) -> str:
+    """A one-line message for the first character defect of a kind, `text` being the match."""
+    if kind is Kind.MOJIBAKE:
+        try:
+            meant = text.encode("cp1252").decode("utf-8")
+        except UnicodeError:
+            meant = text.encode("latin-1", "replace").decode("utf-8", "replace")
+        return f"mojibake `{text}` (UTF-8 for `{meant}` read as Latin-1/cp1252)"
+    if kind is Kind.REPLACEMENT_CHAR:
+        return "U+FFFD replacement character: bytes that failed to decode"
+    return f"invalid character U+{ord(text):04X}"

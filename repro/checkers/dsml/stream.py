@@ -1,0 +1,610 @@
+"""DeepSeek-V3.2 DSML parsed strictly and incrementally into calls and defects.
+
+A state machine over DeepSeek's own delimiters (research/dsml.md §1.6): each state reads
+up to the first of its stop strings, then judges the text in between. A judgement waits
+until the text that settles it has arrived, so feeding a text in any chunks gives the
+verdict of feeding it at once. Where DeepSeek's parser stops at the first error, this one
+records it and reads on, so one pass finds every defect; a call is kept only if its
+invoke is wholly well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import IntEnum, auto
+
+from repro.checkers.dsml.markers import (
+    DSML,
+    EOS,
+    INVOKE_END,
+    INVOKE_OPEN,
+    PARAM_END,
+    PARAM_OPEN,
+    V32,
+    Dialect,
+)
+from repro.checkers.dsml.tags import Flaw, invoke_name, param_head, value_end
+from repro.checkers.kinds import Kind
+from repro.checkers.markup_scan import (
+    WINDOW_AFTER,
+    WINDOW_BEFORE,
+    Where,
+    find_triggers,
+    judge_hits,
+    snippet,
+)
+from repro.checkers.text_watch import TextWatch
+from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import Defect, ToolCall, Verdict
+
+HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
+STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
+_TRIM_CHARS = 1 << 16  # consumed text is dropped once this much has piled up
+_SEPARATOR = ">\n"
+_NON_SPACE = re.compile(r"\S")
+_NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
+
+
+class _State(IntEnum):  # an IntEnum: states are compared and hashed on every step
+    CONTENT = auto()
+    BLOCK_SEP = auto()  # after the block opener or an invoke: `>\n`, then invoke or close
+    INVOKE_HEAD = auto()
+    PARAM_HEAD = auto()
+    PARAM_VALUE = auto()
+    PARAM_SEP = auto()  # after a parameter: `>\n`, then parameter or invoke close
+    AFTER_BLOCK = auto()
+    AFTER_EOS = auto()
+
+
+_WHERE = {
+    _State.CONTENT: Where.CONTENT,
+    _State.PARAM_VALUE: Where.VALUE,
+    _State.AFTER_BLOCK: Where.TRAILER,
+    _State.AFTER_EOS: Where.TRAILER,
+}
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Invoke:
+    __slots__ = ("args", "at", "broken", "keys", "name", "param_at")
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.name = "?"
+        self.broken = False
+        self.args: dict[str, object] = {}
+        self.keys: set[str] = set()
+        self.param_at: dict[str, int] = {}
+
+
+class _Param:
+    __slots__ = ("at", "broken", "is_string", "key")
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.key = "?"
+        self.is_string = True
+        self.broken = False
+
+
+class DsmlStream:
+    """Feed a completion's text in chunks, then `finish()` for the Verdict.
+
+    `field` names the text in each Defect; offsets count characters from its start.
+    """
+
+    def __init__(
+        self,
+        tools: ToolSet,
+        *,
+        dialect: Dialect = V32,
+        field: str = "content",
+        step_chars: int = STEP_CHARS,
+    ) -> None:
+        self._tools = tools
+        self._dialect = dialect
+        self._field = field
+        self._step_chars = max(1, step_chars)
+        self._content_stops = (
+            EOS,
+            dialect.block_opener,
+            *(f"<{DSML}{name}" for name in dialect.foreign_block_names),
+        )
+        self._fixed_stops = {
+            _State.CONTENT: self._content_stops,
+            _State.INVOKE_HEAD: (PARAM_OPEN, INVOKE_END),
+            _State.PARAM_SEP: (PARAM_OPEN, INVOKE_END),
+            _State.PARAM_VALUE: (PARAM_END,),
+            _State.AFTER_BLOCK: (EOS,),
+        }
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._buf = ""
+        self._base = 0  # absolute offset of self._buf[0]
+        self._final = False
+        self._done = False
+        self._finish_reason: str | None = None
+        self._verdict: Verdict | None = None
+        self._found: dict[str, tuple[int, int]] = {}  # stop -> (position or -1, searched to)
+        self._watch = TextWatch()
+        self._state = _State.CONTENT
+        self._seg_lo = 0
+        self._scan_pos = 0
+        self._skip = 0
+        self._seg_findings = 0
+        self._content_nonblank = False
+        self._block_at = -1
+        self._block_close = dialect.block_close
+        self._invokes = 0
+        self._invoke: _Invoke | None = None
+        self._param: _Param | None = None
+        self._calls: list[ToolCall] = []
+        self._defects: list[Defect] = []
+
+    def feed(self, chunk: str) -> None:
+        if self._final:
+            raise RuntimeError("DsmlStream.feed() after finish()")
+        if chunk:
+            self._pending.append(chunk)
+            self._pending_chars += len(chunk)
+            if self._pending_chars >= self._step_chars:
+                self._absorb()
+                self._run()
+
+    def finish(self, finish_reason: str | None = None) -> Verdict:
+        """The verdict on everything fed; `finish_reason` "length" marks a cut as truncation."""
+        if self._verdict is None:
+            self._finish_reason = finish_reason
+            self._absorb()
+            self._final = True
+            self._run()
+            defects = set(self._defects) | set(self._watch.defects(self._field))
+            ordered = sorted(defects, key=lambda d: (d.offset, d.kind, d.message))
+            self._verdict = Verdict(tuple(self._calls), tuple(ordered))
+        return self._verdict
+
+    # -- the buffer -----------------------------------------------------------------
+
+    def _absorb(self) -> None:
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+        keep = min(self._keep_from(), self._watch.keep_from())
+        if keep - self._base > _TRIM_CHARS:
+            self._buf = self._buf[keep - self._base :] + text
+            self._base = keep
+        else:
+            self._buf += text
+
+    def _keep_from(self) -> int:
+        """The earliest offset the parser may read again: the segment, or just behind the scan."""
+        if self._state in (_State.CONTENT, _State.AFTER_BLOCK, _State.AFTER_EOS):
+            return self._scan_pos - WINDOW_BEFORE - 2  # 2: the blank line before a block
+        return self._seg_lo
+
+    def _end(self) -> int:
+        return self._base + len(self._buf)
+
+    def _text(self, lo: int, hi: int) -> str:
+        return self._buf[lo - self._base : hi - self._base]
+
+    def _next(self, stop: str, start: int) -> int:
+        """Absolute position of the first `stop` at or after `start`, or -1 (not yet seen).
+
+        Each stop's last answer is remembered, so a stop far ahead is searched for once
+        and a missing one only through text that has arrived since.
+        """
+        begin = start
+        known = self._found.get(stop)
+        if known is not None:
+            pos, searched_to = known
+            if pos >= start:
+                return pos
+            if pos == -1:
+                begin = max(start, searched_to - len(stop) + 1)
+        i = self._buf.find(stop, max(begin, self._base) - self._base)
+        pos = -1 if i == -1 else i + self._base
+        self._found[stop] = (pos, self._end())
+        return pos
+
+    # -- the state machine ------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._done and self._step():
+            pass
+        self._watch.advance(self._buf, self._base, self._final)
+
+    def _stops(self) -> tuple[str, ...]:
+        state = self._state
+        if state is _State.BLOCK_SEP:
+            return (INVOKE_OPEN, self._block_close)
+        return self._fixed_stops.get(state, ())
+
+    def _step(self) -> bool:
+        """Take one transition if the text allows it; False when waiting or done."""
+        if self._state is _State.PARAM_HEAD:
+            return self._step_param_head()
+        stops = self._stops()
+        at, hit = -1, ""
+        for stop in stops:
+            pos = self._next(stop, self._seg_lo)
+            if pos != -1 and (at == -1 or pos < at):
+                at, hit = pos, stop
+        if at == -1:
+            if self._final:
+                self._at_end()
+                self._done = True
+            else:
+                longest = max((len(s) for s in stops), default=1)
+                self._scan_ahead(longest)
+            return False
+        state = self._state
+        if state is _State.CONTENT:
+            self._on_content(at, hit)
+        elif state is _State.BLOCK_SEP:
+            self._on_block_sep(at, hit)
+        elif state is _State.INVOKE_HEAD:
+            self._on_invoke_head(at, hit)
+        elif state is _State.PARAM_VALUE:
+            self._on_param_value(at)
+        elif state is _State.PARAM_SEP:
+            self._on_param_sep(at, hit)
+        else:
+            self._on_after_block(at)
+        return True
+
+    def _enter(self, state: _State, seg_lo: int) -> None:
+        self._state = state
+        self._seg_lo = seg_lo
+        self._scan_pos = seg_lo
+        self._seg_findings = 0
+
+    def _on_content(self, at: int, stop: str) -> None:
+        self._close_segment(at)
+        if stop == EOS:
+            if not self._content_nonblank:
+                self._add(Kind.EMPTY_TURN, 0, "the turn has no content and no tool call")
+            self._enter(_State.AFTER_EOS, at + len(EOS))
+            return
+        name = stop[len(DSML) + 1 :]
+        if name != self._dialect.block_name:
+            self._block_close = f"</{DSML}{name}>"
+            self._add(
+                Kind.WRONG_BLOCK_NAME,
+                at,
+                f"`{stop}>` is another DSML generation's block; this format's is "
+                f"`{self._dialect.block_opener}>`",
+            )
+        if at < 2 or self._text(at - 2, at) != "\n\n":
+            self._add(
+                Kind.BLOCK_LEAD_IN,
+                at,
+                "the tool-call block must follow a blank line (`\\n\\n` before its tag)",
+            )
+        self._block_at = at
+        self._enter(_State.BLOCK_SEP, at + len(stop))
+
+    def _on_block_sep(self, at: int, stop: str) -> None:
+        self._check_separator(self._close_segment(at), at)
+        if stop == INVOKE_OPEN:
+            self._invokes += 1
+            self._invoke = _Invoke(at)
+            self._enter(_State.INVOKE_HEAD, at + len(stop))
+            return
+        if self._invokes == 0:
+            self._add(Kind.EMPTY_BLOCK, self._block_at, "the tool-call block has no invoke")
+        self._enter(_State.AFTER_BLOCK, at + len(stop))
+
+    def _on_invoke_head(self, at: int, stop: str) -> None:
+        found = self._close_segment(at)
+        invoke = self._invoke
+        assert invoke is not None
+        b = self._base
+        name = invoke_name(self._buf, self._seg_lo - b, at - b)
+        if isinstance(name, Flaw):
+            invoke.broken = True
+            guess = _NAME_ATTR.search(self._buf, self._seg_lo - b, at - b)
+            invoke.name = guess.group(1) if guess else "?"
+            if not found:
+                self._add(name.kind, name.offset + b, f"invoke {invoke.name!r}: {name.reason}")
+        else:
+            invoke.name = name
+        if stop == PARAM_OPEN:
+            self._param = _Param(at)
+            self._enter(_State.PARAM_HEAD, at + len(stop))
+        else:
+            self._close_invoke()
+            self._enter(_State.BLOCK_SEP, at + len(stop))
+
+    def _step_param_head(self) -> bool:
+        """The tag runs to its first `>`; without one nearby it is malformed (HEAD_LIMIT_CHARS)."""
+        lo, end, b = self._seg_lo, self._end(), self._base
+        limit = lo + HEAD_LIMIT_CHARS
+        gt = self._buf.find(">", lo - b, min(end, limit) - b)
+        gt = -1 if gt == -1 else gt + b
+        stop = self._next(PARAM_END, lo)
+        stop_near = stop != -1 and stop < limit
+        param, invoke = self._param, self._invoke
+        assert param is not None and invoke is not None
+        if gt != -1 and not (stop_near and stop < gt):
+            found = self._close_segment(gt + 1)
+            head = param_head(self._buf, lo - b, gt + 1 - b)
+            if isinstance(head, Flaw):
+                param.broken = True
+                guess = _NAME_ATTR.search(self._buf, lo - b, gt + 1 - b)
+                param.key = guess.group(1) if guess else "?"
+                if not found or head.kind is Kind.BAD_STRING_ATTRIBUTE:
+                    self._add(head.kind, head.offset + b, f"invoke {invoke.name!r}: {head.reason}")
+            else:
+                param.key, param.is_string = head.key, head.is_string
+            self._enter(_State.PARAM_VALUE, gt + 1)
+            return True
+        if stop_near:
+            found = self._close_segment(stop)
+            param.broken = True
+            if not found:
+                self._add(
+                    Kind.MALFORMED_PARAMETER,
+                    lo,
+                    f"invoke {invoke.name!r}: the parameter tag has no `>` before its value ends",
+                )
+            self._end_param()
+            self._enter(_State.PARAM_SEP, stop + len(PARAM_END))
+            return True
+        if self._final and end < limit:
+            self._at_end()  # the text stops inside the tag
+            self._done = True
+            return False
+        if self._final or end >= limit + len(PARAM_END) - 1:
+            param.broken = True
+            self._add(
+                Kind.MALFORMED_PARAMETER,
+                lo,
+                f"invoke {invoke.name!r}: no `>` closes the parameter tag within "
+                f"{HEAD_LIMIT_CHARS} characters",
+            )
+            self._enter(_State.PARAM_VALUE, lo)
+            return True
+        return False
+
+    def _on_param_value(self, at: int) -> None:
+        lo, b = self._seg_lo, self._base
+        end = value_end(self._buf, lo - b, at - b)
+        param = self._param
+        assert param is not None
+        if end is None:
+            self._close_segment(at)
+            param.broken = True
+            self._add(
+                Kind.MALFORMED_PARAMETER,
+                at,
+                f"parameter {param.key!r}: its closing tag lacks the `<` before `{PARAM_END}`",
+            )
+        else:
+            self._close_segment(end + b)
+            if not param.broken:
+                self._store_value(lo, end + b)
+        self._end_param()
+        self._enter(_State.PARAM_SEP, at + len(PARAM_END))
+
+    def _store_value(self, lo: int, hi: int) -> None:
+        param, invoke = self._param, self._invoke
+        assert param is not None and invoke is not None
+        key = param.key
+        if key in invoke.keys:
+            param.broken = True
+            self._add(
+                Kind.DUPLICATE_PARAMETER,
+                param.at,
+                f"invoke {invoke.name!r}: parameter {key!r} appears twice",
+            )
+            return
+        invoke.keys.add(key)
+        invoke.param_at[key] = param.at
+        raw = self._text(lo, hi)
+        if param.is_string:
+            invoke.args[key] = raw
+            return
+        try:
+            invoke.args[key] = json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            param.broken = True
+            self._add(
+                Kind.INVALID_JSON_VALUE,
+                lo,
+                f'parameter {key!r} is string="false" but `{snippet(raw)}` is not JSON',
+            )
+
+    def _end_param(self) -> None:
+        param, invoke = self._param, self._invoke
+        assert param is not None and invoke is not None
+        if param.broken:
+            invoke.broken = True
+        self._param = None
+
+    def _on_param_sep(self, at: int, stop: str) -> None:
+        self._check_separator(self._close_segment(at), at)
+        if stop == PARAM_OPEN:
+            self._param = _Param(at)
+            self._enter(_State.PARAM_HEAD, at + len(stop))
+        else:
+            self._close_invoke()
+            self._enter(_State.BLOCK_SEP, at + len(stop))
+
+    def _close_invoke(self) -> None:
+        invoke = self._invoke
+        assert invoke is not None
+        self._invoke = None
+        if invoke.broken:
+            return
+        name = invoke.name
+        self._calls.append(ToolCall(name, json.dumps(invoke.args, ensure_ascii=False)))
+        if name not in self._tools:
+            self._add(
+                Kind.UNKNOWN_TOOL, invoke.at, f"tool {name!r} is not among the request's tools"
+            )
+            return
+        for violation in self._tools.violations(name, invoke.args):
+            path = violation.path
+            offset = invoke.param_at.get(path[0], invoke.at) if path else invoke.at  # type: ignore[arg-type]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+            self._add(Kind.SCHEMA_VIOLATION, offset, f"{name}{where}: {violation.message}")
+
+    def _on_after_block(self, at: int) -> None:
+        self._close_segment(at)
+        self._trailing_text(at, Kind.TEXT_AFTER_BLOCK)
+        self._enter(_State.AFTER_EOS, at + len(EOS))
+
+    def _at_end(self) -> None:
+        end, state = self._end(), self._state
+        if state is _State.CONTENT:
+            cut = self._cut_stop(end, self._content_stops[1:])
+            self._close_segment(end if cut == -1 else cut)
+            if cut != -1:
+                self._truncated(cut, "the tool-call block's opening tag")
+            else:
+                self._cut_token(end)
+                if not self._content_nonblank:
+                    self._add(Kind.EMPTY_TURN, 0, "the turn has no content and no tool call")
+            return
+        if state in (_State.AFTER_BLOCK, _State.AFTER_EOS):
+            self._close_segment(end)
+        else:
+            cut = self._cut_stop(end, self._stops() or (PARAM_END,))
+            self._close_segment(end if cut == -1 else cut)
+        if state is _State.AFTER_BLOCK:
+            self._trailing_text(end, Kind.TEXT_AFTER_BLOCK)
+        elif state is _State.AFTER_EOS:
+            self._trailing_text(end, Kind.TEXT_AFTER_EOS)
+        elif self._param is not None and self._invoke is not None:
+            key = "a parameter" if self._param.key == "?" else f"parameter {self._param.key!r}"
+            self._truncated(self._param.at, f"{key} of {self._invoke_label()}")
+        elif self._invoke is not None:
+            self._truncated(self._invoke.at, self._invoke_label())
+        else:
+            self._truncated(self._block_at, "the tool-call block")
+
+    # -- judgements shared by several states --------------------------------------------
+
+    def _truncated(self, at: int, inside: str) -> None:
+        if self._finish_reason == "length":
+            self._add(Kind.TRUNCATED_CALL, at, f"generation hit the length limit inside {inside}")
+        else:
+            self._add(Kind.TRUNCATED_BLOCK, at, f"the text ends inside {inside}")
+
+    def _check_separator(self, found: int, at: int) -> None:
+        text = self._text(self._seg_lo, at)
+        if text == _SEPARATOR or found:
+            return
+        same = 0
+        while same < min(len(text), 2) and text[same] == _SEPARATOR[same]:
+            same += 1
+        self._add(
+            Kind.BAD_SEPARATOR,
+            self._seg_lo + same,
+            f"expected `>` and one newline between tags, found `{snippet(text)}`",
+        )
+
+    def _trailing_text(self, end: int, kind: Kind) -> None:
+        lo = self._seg_lo
+        if end <= lo:
+            return
+        text = self._text(lo, end)
+        if kind is Kind.TEXT_AFTER_BLOCK and self._dialect.block_opener in text:
+            message = "a second tool-call block follows the first; a message has one block"
+        elif kind is Kind.TEXT_AFTER_BLOCK:
+            message = f"text after the tool-call block: `{snippet(text)}`"
+        else:
+            message = f"text after the end-of-sentence token: `{snippet(text)}`"
+        self._add(kind, lo, message)
+
+    def _invoke_label(self) -> str:
+        name = self._invoke.name if self._invoke is not None else "?"
+        return "an invoke" if name == "?" else f"invoke {name!r}"
+
+    def _cut_stop(self, end: int, stops: tuple[str, ...]) -> int:
+        """Where the text ends in the first two or more characters of a stop, else -1."""
+        longest = 1
+        for stop in stops:
+            for n in range(min(len(stop) - 1, end - self._seg_lo), longest, -1):
+                if self._text(end - n, end) == stop[:n]:
+                    longest = n
+                    break
+        return -1 if longest == 1 else end - longest
+
+    def _cut_token(self, end: int) -> None:
+        """Content that ends inside a `<｜…｜>` token, which the scan cannot see whole."""
+        lo = max(self._seg_lo, end - 48, self._base)
+        tail = self._text(lo, end)
+        k = tail.rfind("<\uff5c")
+        if k != -1 and ">" not in tail[k:] and lo + k >= self._skip:
+            self._add(
+                Kind.MARKUP_IN_CONTENT,
+                lo + k,
+                f"the content ends inside a special token or tag: `{snippet(tail[k:])}`",
+            )
+
+    # -- scanning the text of the current segment ---------------------------------------
+
+    def _scan_ahead(self, longest_stop: int) -> None:
+        """Scan what is settled: text no stop can still claim, less the judging window."""
+        tail = 2 if self._state is _State.PARAM_VALUE else 0  # `<\n` may end a value
+        seg_hi = self._end() - (longest_stop - 1) - tail
+        hi = seg_hi - WINDOW_AFTER
+        if hi > self._scan_pos:
+            self._scan(hi, seg_hi)
+
+    def _close_segment(self, end: int) -> int:
+        """Scan the segment's text up to `end`; the number of findings in the segment."""
+        if end > self._scan_pos:
+            self._scan(end, end)
+        return self._seg_findings
+
+    def _scan(self, hi: int, seg_hi: int) -> None:
+        b, lo = self._base, self._scan_pos
+        hits = find_triggers(self._buf, lo - b, hi - b, seg_hi - b)
+        where = _WHERE.get(self._state, Where.STRUCTURE)
+        if where is Where.CONTENT and not self._content_nonblank:
+            self._content_nonblank = _NON_SPACE.search(self._buf, lo - b, hi - b) is not None
+        self._scan_pos = hi
+        if not hits:
+            return
+        findings, skip = judge_hits(
+            self._buf,
+            hits,
+            max(self._seg_lo, b) - b,
+            seg_hi - b,
+            where,
+            self._dialect,
+            self._skip - b,
+        )
+        self._skip = skip + b
+        for f in findings:
+            # In junk between tags, tags after the first finding are its consequences.
+            if f.kind is Kind.UNBALANCED_MARKUP and self._seg_findings:
+                continue
+            self._add(f.kind, f.start + b, f.message)
+            self._seg_findings += 1
+
+    def _add(self, kind: Kind, offset: int, message: str) -> None:
+        self._defects.append(Defect(kind, offset, message, self._field))
+
+
+def parse_dsml(
+    text: str,
+    tools: ToolSet,
+    finish_reason: str | None = None,
+    *,
+    dialect: Dialect = V32,
+    field: str = "content",
+) -> Verdict:
+    """The verdict on one whole completion text: DsmlStream fed once."""
+    stream = DsmlStream(tools, dialect=dialect, field=field)
+    stream.feed(text)
+    return stream.finish(finish_reason)

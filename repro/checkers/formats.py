@@ -1,0 +1,94 @@
+"""Output formats a turn can be checked as, by name: how to read a file, how to check a turn.
+
+- `dsml-v32`: the content is DeepSeek-V3.2's raw text, tool calls as a DSML block.
+- `openai-parsed`: the server parsed the calls; the file is a JSON assistant message.
+
+A new format is one more entry: DeepSeek-V4's `tool_calls` block is the same parser with
+another `Dialect`; Hermes/Qwen `<tool_call>{json}</tool_call>` would bring its own parser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from repro.checkers.dsml.markers import EOS
+from repro.checkers.dsml.stream import parse_dsml
+from repro.checkers.free_text import check_free_text
+from repro.checkers.kinds import Kind
+from repro.checkers.markup_scan import Where
+from repro.checkers.openai_parsed import check_parsed_calls
+from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    name: str
+    summary: str
+    read: Callable[[str], AssistantOutput]  # a file's text as one turn; ValueError if unreadable
+    check: Callable[[AssistantOutput, ToolSet], Verdict]
+
+
+def _verdict(calls: tuple[ToolCall, ...], defects: list[Defect]) -> Verdict:
+    fields = {"reasoning": 0, "content": 1}
+    ordered = sorted(defects, key=lambda d: (fields.get(d.field, 2), d.field, d.offset, d.kind))
+    return Verdict(calls, tuple(ordered))
+
+
+def check_dsml_v32(output: AssistantOutput, tools: ToolSet) -> Verdict:
+    """Parse the content as raw DSML; the reasoning must be plain text."""
+    content = parse_dsml(output.content, tools, output.finish_reason)
+    reasoning = check_free_text(output.reasoning, "reasoning", Where.REASONING)
+    return _verdict(content.calls, [*reasoning, *content.defects])
+
+
+def check_openai_parsed(output: AssistantOutput, tools: ToolSet) -> Verdict:
+    """Check the server's calls; content (one trailing EOS allowed) and reasoning are plain text."""
+    content = output.content.removesuffix(EOS)
+    defects = check_free_text(output.reasoning, "reasoning", Where.REASONING)
+    defects += check_free_text(content, "content", Where.CONTENT)
+    defects += check_parsed_calls(output.tool_calls, tools, output.finish_reason)
+    if not output.tool_calls and not content.strip():
+        defects.append(Defect(Kind.EMPTY_TURN, 0, "the turn has no content and no tool call"))
+    return _verdict(tuple(output.tool_calls), defects)
+
+
+def read_raw(text: str) -> AssistantOutput:
+    return AssistantOutput(content=text)
+
+
+def read_message(text: str) -> AssistantOutput:
+    """An OpenAI assistant message, or a whole chat completion (its first choice)."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object: an assistant message or a chat completion")
+    finish_reason = None
+    if "choices" in data:
+        choice = (data.get("choices") or [{}])[0]
+        finish_reason = choice.get("finish_reason")
+        data = choice.get("message") or {}
+    calls = []
+    for i, call in enumerate(data.get("tool_calls") or []):
+        function = call.get("function") or {}
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, str):
+            raise ValueError(f"tool_calls[{i}] needs a string function.name and function.arguments")
+        calls.append(ToolCall(name, arguments))
+    return AssistantOutput(
+        content=data.get("content") or "",
+        reasoning=data.get("reasoning_content") or data.get("reasoning") or "",
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason,
+    )
+
+
+DSML_V32 = Format("dsml-v32", "raw DeepSeek-V3.2 completion text", read_raw, check_dsml_v32)
+OPENAI_PARSED = Format(
+    "openai-parsed",
+    "JSON assistant message with server-parsed tool_calls",
+    read_message,
+    check_openai_parsed,
+)
+FORMATS: dict[str, Format] = {f.name: f for f in (DSML_V32, OPENAI_PARSED)}

@@ -1,0 +1,102 @@
+"""Server-parsed OpenAI `tool_calls`: each must name a declared tool with a JSON-object
+`arguments` string that its schema accepts and that carries no markup.
+
+Offsets point into each call's `arguments` text (field `tool_calls[i]`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from repro.checkers.kinds import Kind
+from repro.checkers.markup_scan import Where, scan_markup, snippet
+from repro.checkers.text_watch import TextWatch
+from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import Defect, ToolCall
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_parsed_calls(
+    calls: Sequence[ToolCall], tools: ToolSet, finish_reason: str | None = None
+) -> list[Defect]:
+    defects: list[Defect] = []
+    for i, call in enumerate(calls):
+        field = f"tool_calls[{i}]"
+        known = call.name in tools
+        if not known:
+            defects.append(
+                Defect(
+                    Kind.UNKNOWN_TOOL,
+                    0,
+                    f"tool {call.name!r} is not among the request's tools",
+                    field,
+                )
+            )
+        try:
+            arguments = json.loads(call.arguments, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as e:
+            cut = finish_reason == "length" and i == len(calls) - 1
+            kind = Kind.TRUNCATED_CALL if cut else Kind.INVALID_ARGUMENTS
+            offset = getattr(e, "pos", 0)
+            why = "generation hit the length limit" if cut else "arguments are not JSON"
+            defects.append(Defect(kind, offset, f"{call.name}: {why}: {e}", field))
+            continue
+        if not isinstance(arguments, dict):
+            message = f"{call.name}: arguments are JSON {type(arguments).__name__}, not an object"
+            defects.append(Defect(Kind.INVALID_ARGUMENTS, 0, message, field))
+            continue
+        defects += _string_defects(call, arguments, field)
+        watch = TextWatch()
+        watch.advance(call.arguments, 0, final=True)
+        defects += watch.defects(field)
+        if known:
+            for v in tools.violations(call.name, arguments):
+                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in v.path)
+                offset = _key_offset(call.arguments, v.path[0]) if v.path else 0
+                defects.append(
+                    Defect(Kind.SCHEMA_VIOLATION, offset, f"{call.name}{where}: {v.message}", field)
+                )
+    return defects
+
+
+def _string_defects(call: ToolCall, arguments: dict, field: str) -> list[Defect]:
+    """Markup inside any string of the arguments (keys included), at its place in the text."""
+    found = []
+    for s in _strings(arguments):
+        for f in scan_markup(s, Where.VALUE):
+            offset = _string_offset(call.arguments, s, f.start)
+            message = f"{call.name}: {f.message} (in `{snippet(s)}`)"
+            found.append(Defect(f.kind, offset, message, field))
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _string_offset(raw: str, s: str, k: int) -> int:
+    """Where character `k` of string `s` sits in the JSON text `raw` (its first copy); 0 if unknown."""
+    for ascii_only in (False, True):
+        encoded = json.dumps(s, ensure_ascii=ascii_only)
+        at = raw.find(encoded)
+        if at != -1:
+            return at + len(json.dumps(s[:k], ensure_ascii=ascii_only)) - 1
+    return 0
+
+
+def _key_offset(raw: str, key: str | int) -> int:
+    at = raw.find(json.dumps(key, ensure_ascii=False)) if isinstance(key, str) else -1
+    return max(at, 0)

@@ -1,0 +1,105 @@
+"""The request's tools, compiled once: which names exist and each one's JSON Schema validator.
+
+Compiling a schema costs far more than checking one call, and a run sends the same tools
+with every request, so compiled sets are cached by the tools' JSON.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+_CACHE_SIZE = 64
+_MESSAGE_CHARS = 200
+_MAX_VIOLATIONS = 8  # per call: enough to see the pattern, bounded for a garbage object
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One way a call's arguments fail its schema; `path` leads from the arguments object."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSet:
+    """Declared tool names, each with its compiled validator (None: no `parameters`)."""
+
+    validators: Mapping[str, Any]
+
+    @classmethod
+    def from_openai(cls, tools: Sequence[Mapping[str, Any]]) -> ToolSet:
+        """Compile an OpenAI `tools` list (bare function objects are accepted too).
+
+        Raises ValueError, in one sentence, for a tool without a name, a duplicate name or
+        a `parameters` that is not a valid JSON Schema.
+        """
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+
+        if not isinstance(tools, Sequence) or isinstance(tools, str | bytes):
+            raise ValueError("the tools must be a JSON list of OpenAI tool objects")
+        validators: dict[str, Any] = {}
+        for i, tool in enumerate(tools):
+            function = tool.get("function", tool) if isinstance(tool, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"tool #{i} has no function name")
+            if name in validators:
+                raise ValueError(f"tool {name!r} is declared twice")
+            schema = function.get("parameters")
+            if schema is None:
+                validators[name] = None
+                continue
+            if not isinstance(schema, Mapping | bool):
+                raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
+            validator_class = validator_for(schema, default=Draft202012Validator)
+            try:
+                validator_class.check_schema(schema)
+            except SchemaError as e:
+                raise ValueError(
+                    f"tool {name!r}: parameters is not a valid JSON Schema ({e.message})"
+                ) from None
+            validators[name] = validator_class(schema)
+        return cls(validators)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.validators
+
+    def violations(self, name: str, arguments: Mapping[str, Any]) -> list[Violation]:
+        """How `arguments` fail tool `name`'s schema; empty when valid or the tool is unknown."""
+        validator = self.validators.get(name)
+        if validator is None:
+            return []
+        found = []
+        for error in validator.iter_errors(arguments):
+            message = error.message
+            if len(message) > _MESSAGE_CHARS:
+                message = message[: _MESSAGE_CHARS - 1] + "…"
+            found.append(Violation(tuple(error.absolute_path), message))
+            if len(found) == _MAX_VIOLATIONS:
+                break
+        return found
+
+
+_cache: OrderedDict[bytes, ToolSet] = OrderedDict()
+
+
+def toolset_for(tools: Sequence[Mapping[str, Any]]) -> ToolSet:
+    """The compiled ToolSet for a tools list, from a small LRU cache keyed by its JSON."""
+    key = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
+    found = _cache.get(key)
+    if found is None:
+        found = ToolSet.from_openai(tools)
+        _cache[key] = found
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    else:
+        _cache.move_to_end(key)
+    return found
