@@ -100,7 +100,9 @@ class Engine:
         messages = req.messages
         if self.drift.enabled:
             long_running = sum(
-                1 for g in self.scheduler.running() if g.context_tokens >= DRIFT_CONTEXT_TOKENS
+                1
+                for g in self.scheduler.all_generations()
+                if g.context_tokens >= DRIFT_CONTEXT_TOKENS
             )
             messages = (
                 self.drift.perturb(messages, prompt.prompt_tokens, long_running, key) or messages

@@ -1,0 +1,124 @@
+"""The fault mechanisms in isolation: triggers, fixes, and the race's rates by construction."""
+
+from __future__ import annotations
+
+from repro.checkers.dsml.encode import encode_completion
+from repro.checkers.dsml.markers import DSML, EOS
+from repro.sim.config import EngineConfig
+from repro.sim.faults import (
+    DRIFT_MIN_CONTEXT_TOKENS,
+    DRIFT_MIN_LONG_RUNNING,
+    MAX_OTHER_COPIES,
+    WEDGE_AFTER_ABORTS,
+    BootstrapWorker,
+    Drift,
+    IndexKRace,
+    splice,
+)
+from repro.sim.pool import SlotPool
+from repro.sim.tokens import split_tokens
+
+KEYS = range(5_000)
+
+
+def _rate(config: EngineConfig, other_copies: int) -> float:
+    race = IndexKRace(config)
+    return sum(race.decide(1282, other_copies, k).stale for k in KEYS) / len(KEYS)
+
+
+def test_fp8_never_loses_the_race_whatever_the_load() -> None:
+    for role in ("single", "prefill"):
+        config = EngineConfig(role=role, hicache=True, index_k_dtype="fp8")
+        assert _rate(config, MAX_OTHER_COPIES + 10) == 0.0
+
+
+def test_the_gate_fix_and_hicache_off_remove_the_race() -> None:
+    for config in (
+        EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16", index_k_gate="fixed"),
+        EngineConfig(role="prefill", hicache=False, index_k_dtype="bf16"),
+    ):
+        assert _rate(config, MAX_OTHER_COPIES) == 0.0
+    assert (
+        not IndexKRace(EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16"))
+        .decide(0, 2, 1)
+        .stale
+    )
+
+
+def test_bf16_rates_grow_with_pd_and_with_load() -> None:
+    single = EngineConfig(role="single", hicache=True, index_k_dtype="bf16")
+    prefill = EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16")
+    assert _rate(single, 0) == 0.0  # alone on the link, a single server always wins
+    assert 0.005 < _rate(single, 1) < _rate(single, 2) < 0.05
+    assert 0.10 < _rate(prefill, 0) < _rate(prefill, 2) < 0.25
+
+
+def test_the_same_request_races_the_same_way() -> None:
+    race = IndexKRace(EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16", seed=3))
+    again = IndexKRace(EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16", seed=3))
+    assert [race.decide(1000, 1, k) for k in range(500)] == [
+        again.decide(1000, 1, k) for k in range(500)
+    ]
+
+
+def test_splice_puts_donor_bytes_inside_the_call_block() -> None:
+    own = split_tokens(encode_completion([("read_file", {"path": "src/own.py"})], reasoning="mine"))
+    donor = split_tokens(
+        encode_completion([("search_code", {"query": "theirs_42"})], reasoning="theirs")
+    )
+    for key in range(50):
+        out = splice(own, donor, key)
+        assert len(out) > len(own) and out[-1] == EOS
+        first_dsml = own.index(DSML)
+        assert out[:first_dsml] == own[:first_dsml]  # reasoning untouched: the block is hit
+
+
+def test_slots_are_reused_and_remember_their_last_owner() -> None:
+    pool = SlotPool(4)
+    slot_a, prev = pool.acquire("a")
+    assert prev is None
+    pool.release("a")
+    slot_b, prev = pool.acquire("b")
+    assert slot_b == slot_a and prev == "a" and pool.in_use() == 1
+
+
+def test_abort_notices_wedge_only_nixl_without_the_fix() -> None:
+    for backend, fix, wedges in (
+        ("nixl", False, True),
+        ("nixl", True, False),
+        ("mooncake", False, False),
+    ):
+        worker = BootstrapWorker(
+            EngineConfig(role="prefill", transfer_backend=backend, abort_fix=fix)
+        )
+        for room in range(WEDGE_AFTER_ABORTS - 1):
+            worker.on_abort_notice(room)
+        assert not worker.dead
+        worker.on_abort_notice(99)
+        assert worker.dead is wedges
+
+
+def _history() -> list[dict]:
+    messages: list[dict] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    for path in ("src/a.py", "src/b.py", "src/c.py"):
+        messages.append({"role": "assistant", "content": None, "tool_calls": []})
+        messages.append({"role": "tool", "content": f"read_file {path}\n1\tline of {path}"})
+    return messages
+
+
+def test_drift_swaps_in_another_files_lines_only_under_its_trigger() -> None:
+    drift = Drift(EngineConfig(role="decode", index_k_dtype="bf16", hicache=False))
+    long_ctx, heavy = DRIFT_MIN_CONTEXT_TOKENS + 1, DRIFT_MIN_LONG_RUNNING
+    drifted = [d for k in range(400) if (d := drift.perturb(_history(), long_ctx, heavy, k))]
+    assert 5 < len(drifted) < 80  # "sometimes"
+    for messages in drifted:
+        head, _, body = messages[-1]["content"].partition("\n")
+        assert head == "read_file src/c.py" and "src/c.py" not in body
+    assert all(drift.perturb(_history(), long_ctx - 2, heavy, k) is None for k in range(400))
+    assert all(drift.perturb(_history(), long_ctx, heavy - 1, k) is None for k in range(400))
+    for config in (
+        EngineConfig(role="decode", index_k_dtype="bf16", hicache=False, drift_fix=True),
+        EngineConfig(role="decode", index_k_dtype="bf16", hicache=True),
+        EngineConfig(role="decode", index_k_dtype="fp8", hicache=False),
+    ):
+        assert not Drift(config).enabled
