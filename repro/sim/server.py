@@ -53,6 +53,8 @@ def server_info(engine: Engine) -> dict[str, Any]:
             {
                 "num_running_reqs": engine.scheduler.num_running,
                 "num_queue_reqs": engine.scheduler.num_waiting,
+                "bootstrap_worker_alive": not engine.bootstrap_worker.dead,
+                "index_k_stale_reads": engine.metrics.index_k_stale_reads_total,
             }
         ],
     }
