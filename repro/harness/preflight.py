@@ -142,11 +142,16 @@ def _run_probe(
     extra_flags: list[dict],
     timeout_s: float,
 ) -> list[RoleVerdict]:
-    """Send the probe and every check to `launcher -` and read its one answer line."""
+    """Send the probe and every distinct check to `launcher -` and read its one answer line."""
+    # Many plans share role command lines (a knob that touches only decode leaves prefill's
+    # alone), so each distinct (checker, argv, env) is parsed once.
+    check_ids: dict[tuple, str] = {}
+    for _, role, checker, args in group:
+        check_ids.setdefault((checker, args, tuple(sorted(role.env.items()))), str(len(check_ids)))
     request = {
         "checks": [
-            {"id": str(n), "kind": checker, "argv": list(args), "env": role.env}
-            for n, (_, role, checker, args) in enumerate(group)
+            {"id": check_id, "kind": checker, "argv": list(args), "env": dict(env)}
+            for (checker, args, env), check_id in check_ids.items()
         ],
         "extra_flags": extra_flags,
     }
@@ -180,10 +185,10 @@ def _run_probe(
     results = {r["id"]: r for r in answer["results"]}
     versions = answer["versions"]
     verdicts = []
-    for n, (index, role, checker, _) in enumerate(group):
+    for index, role, checker, args in group:
         dist = "sglang" if checker == "sglang-server" else "sglang-router"
         version = f"{dist} {versions.get(dist, 'not installed')}"
-        result = results[str(n)]
+        result = results[check_ids[(checker, args, tuple(sorted(role.env.items())))]]
         verdicts.append(
             RoleVerdict(
                 index,
