@@ -35,7 +35,9 @@ def wait_for_turns(out: Path, at_least: int, timeout_s: float = 90) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_keeps_finished_turns_and_kills_every_engine(tmp_path: Path, sig: signal.Signals) -> None:
+def test_interrupt_keeps_finished_turns_and_kills_every_engine(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     out = tmp_path / "run"
     process = start_run(out)
     wait_for_turns(out, 12)
@@ -57,8 +59,14 @@ def test_engine_death_mid_run_is_an_engine_error(tmp_path: Path) -> None:
     out = tmp_path / "run"
     process = start_run(out)
     wait_for_turns(out, 6)
-    decode = next(r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode")
-    (pid,) = [p for p in engine_processes(out) if str(decode["port"]) in Path(f"/proc/{p}/cmdline").read_text()]
+    decode = next(
+        r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode"
+    )
+    (pid,) = [
+        p
+        for p in engine_processes(out)
+        if f"--port\0{decode['port']}\0" in Path(f"/proc/{p}/cmdline").read_text()
+    ]
     os.kill(pid, signal.SIGKILL)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2
