@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 
 import httpx
@@ -55,7 +56,7 @@ def cpu_seconds(pid: int) -> float:
     return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
 
 
-def launch(topology: str, extra: list[str], log_dir: str) -> tuple[str, list[subprocess.Popen]]:
+def launch(topology: str, extra: list[str], log_dir: str) -> tuple[str, list[subprocess.Popen], list[str]]:
     py = sys.executable
     procs = []
 
@@ -70,7 +71,7 @@ def launch(topology: str, extra: list[str], log_dir: str) -> tuple[str, list[sub
     if topology == "single":
         port = free_port()
         start("single", ["serve", "--port", str(port), "--reasoning-parser", "deepseek-v3", *extra])
-        return f"http://127.0.0.1:{port}", procs
+        return f"http://127.0.0.1:{port}", procs, [f"http://127.0.0.1:{port}"]
     pp, bp, dp, rp = free_port(), free_port(), free_port(), free_port()
     start(
         "prefill",
@@ -112,7 +113,8 @@ def launch(topology: str, extra: list[str], log_dir: str) -> tuple[str, list[sub
             str(rp),
         ],
     )
-    return f"http://127.0.0.1:{rp}", procs
+    urls = [f"http://127.0.0.1:{p}" for p in (pp, dp, rp)]
+    return f"http://127.0.0.1:{rp}", procs, urls
 
 
 async def wait_healthy(url: str, deadline_s: float = 30.0) -> None:
@@ -174,8 +176,7 @@ async def session(sid: int, args, url: str, client: httpx.AsyncClient, tally: Ta
             turn = await one_turn(client, url, messages)
         except (httpx.HTTPError, RuntimeError) as exc:
             tally.errors += 1
-            if len(tally.examples) < 3:
-                tally.examples.append(f"error: {exc!r}")
+            tally.examples.append(f"error after {tally.turns} turns: {exc!r} {traceback.format_exc()[-600:]}")
             return
         tally.turns += 1
         prompt_tokens = turn["usage"].get("prompt_tokens", 0)
@@ -251,10 +252,12 @@ def main() -> None:
     os.makedirs(args.log_dir, exist_ok=True)
     procs: list[subprocess.Popen] = []
     url = args.url
+    urls = [url]
     if url is None:
-        url, procs = launch(args.topology, [*args.extra, "--seed", str(args.seed)], args.log_dir)
+        url, procs, urls = launch(args.topology, [*args.extra, "--seed", str(args.seed)], args.log_dir)
     try:
-        asyncio.run(wait_healthy(url))
+        for each in urls:
+            asyncio.run(wait_healthy(each))
         started = time.monotonic()
         tally = asyncio.run(drive(args, url))
         wall_s = time.monotonic() - started
@@ -284,7 +287,7 @@ def main() -> None:
             }
         )
     )
-    for example in tally.examples:
+    for example in tally.examples[:8]:
         print("example:", example.replace("\n", "\\n")[:400])
 
 

@@ -21,7 +21,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import orjson
+
+from repro.sim.upstream import Upstream, UpstreamError
 
 
 class TransferError(RuntimeError):
@@ -65,25 +67,36 @@ class KvReceiver:
 
     def __init__(self, timeout_s: float) -> None:
         self._timeout_s = timeout_s
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s + 5.0, connect=5.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-            trust_env=False,
-        )
+        self._upstreams: dict[tuple[str, int], Upstream] = {}
+
+    def _upstream(self, host: str, port: int) -> Upstream:
+        upstream = self._upstreams.get((host, port))
+        if upstream is None:
+            upstream = self._upstreams[(host, port)] = Upstream(f"http://{host}:{port}")
+        return upstream
 
     async def fetch(self, host: str, port: int, room: int) -> dict[str, Any]:
-        url = f"http://{host}:{port}/kv/{room}"
+        upstream = self._upstream(host, port)
+
+        async def exchange() -> tuple[int, bytes]:
+            response = await upstream.request("GET", f"/kv/{room}?timeout_s={self._timeout_s}")
+            return response.status, await response.read()
+
         try:
-            response = await self._client.get(url, params={"timeout_s": self._timeout_s})
-        except httpx.HTTPError as exc:
+            status, body = await asyncio.wait_for(exchange(), self._timeout_s + 5.0)
+        except (UpstreamError, TimeoutError) as exc:
             raise TransferError(f"KV transfer for room {room} failed: {exc!r}") from None
-        if response.status_code != 200:
-            raise TransferError(f"KV transfer for room {room} failed: HTTP {response.status_code}")
-        return response.json()
+        if status != 200:
+            raise TransferError(f"KV transfer for room {room} failed: HTTP {status}")
+        return orjson.loads(body)
 
     async def notify_abort(self, host: str, port: int, room: int) -> None:
-        with contextlib.suppress(httpx.HTTPError):  # best effort, like a lost notice in real life
-            await self._client.post(f"http://{host}:{port}/abort/{room}", timeout=5.0)
+        with contextlib.suppress(UpstreamError, TimeoutError):  # best effort, like a lost notice
+            response = await asyncio.wait_for(
+                self._upstream(host, port).request("POST", f"/abort/{room}"), 5.0
+            )
+            await response.read()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for upstream in self._upstreams.values():
+            upstream.close()

@@ -5,7 +5,8 @@ add `bootstrap_host`, `bootstrap_port` and a fresh random `bootstrap_room` to th
 send it to both workers at the same time, read the prefill response to its end, and only
 then return the decode response byte for byte (JSON, or SSE through `data: [DONE]`).
 Unlike the real router it never parses or rebuilds the body: the three fields are
-spliced in before the closing brace, so a 320 KB request costs one copy.
+spliced in before the closing brace, so a 320 KB request costs one copy; the hops use
+upstream.Upstream (lean keep-alive HTTP/1.1) rather than httpx.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import random
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
-import anyio
-import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,6 +25,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from repro.sim.config import RouterConfig
+from repro.sim.upstream import Upstream, UpstreamError, UpstreamResponse
 
 log = logging.getLogger("repro.sim.router")
 FORWARDED_HEADERS = (
@@ -65,73 +65,70 @@ def _error(message: str, status: int, code: str) -> Response:
 
 def build_router_app(config: RouterConfig) -> Starlette:
     prefill_host = urlsplit(config.prefill_url).hostname or "127.0.0.1"
+    prefill = Upstream(config.prefill_url)
+    decode = Upstream(config.decode_url)
     rooms = random.Random()
-    state: dict[str, httpx.AsyncClient] = {}
-
-    def client() -> httpx.AsyncClient:
-        return state["client"]
 
     def headers_of(request: Request) -> dict[str, str]:
         forwarded = {k: v for k, v in request.headers.items() if k in FORWARDED_HEADERS}
         return {**forwarded, "content-type": "application/json", "accept": "*/*"}
 
+    async def read_prefill(path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        response = await prefill.request("POST", path, body, headers)
+        return response.status, await response.read()
+
     async def generate(request: Request) -> Response:
         body = await request.body()
-        room = rooms.getrandbits(63)
         try:
-            routed = inject_bootstrap(body, prefill_host, config.bootstrap_port, room)
+            routed = inject_bootstrap(
+                body, prefill_host, config.bootstrap_port, rooms.getrandbits(63)
+            )
         except ValueError as exc:
             return _error(str(exc), 400, "bad_request")
         headers = headers_of(request)
         path = request.url.path
-        decode_req = client().build_request(
-            "POST", config.decode_url + path, content=routed, headers=headers
-        )
-        prefill_task = asyncio.create_task(
-            client().post(config.prefill_url + path, content=routed, headers=headers)
-        )
-        decode_task = asyncio.create_task(client().send(decode_req, stream=True))
+        # Same body to both at once; nothing reaches the client before prefill has finished.
+        decode_task = asyncio.create_task(decode.request("POST", path, routed, headers))
         try:
-            prefill = await prefill_task
-        except httpx.HTTPError as exc:
+            status, prefill_body = await asyncio.wait_for(
+                read_prefill(path, routed, headers), config.request_timeout_s
+            )
+        except (UpstreamError, TimeoutError) as exc:
             await _discard(decode_task)
             return _error(f"Prefill server error: {exc!r}", 502, "prefill_server_error")
-        if prefill.status_code != 200:
+        if status != 200:
             await _discard(decode_task)
-            kind = "prefill_bad_request" if prefill.status_code < 500 else "prefill_internal_error"
-            return _error(
-                f"Prefill server error ({prefill.status_code}): {prefill.text}",
-                prefill.status_code,
-                kind,
-            )
+            kind = "prefill_bad_request" if status < 500 else "prefill_internal_error"
+            text = prefill_body.decode(errors="replace")
+            return _error(f"Prefill server error ({status}): {text}", status, kind)
         try:
-            decode = await decode_task
-        except httpx.HTTPError as exc:
+            response = await decode_task
+        except UpstreamError as exc:
             return _error(f"Decode server error: {exc!r}", 502, "decode_server_error")
-        media_type = decode.headers.get("content-type", "application/json")
         return StreamingResponse(
-            _passthrough(decode),
-            status_code=decode.status_code,
-            media_type=media_type,
+            _passthrough(response), status_code=response.status, media_type=response.content_type
         )
 
     async def forward_get(request: Request) -> Response:
-        response = await client().get(config.decode_url + request.url.path)
-        return Response(
-            response.content, response.status_code, media_type=response.headers.get("content-type")
-        )
+        try:
+            response = await decode.request("GET", request.url.path)
+            content = await response.read()
+        except UpstreamError as exc:
+            return _error(f"Decode server error: {exc!r}", 502, "decode_server_error")
+        return Response(content, response.status, media_type=response.content_type)
 
     async def broadcast(request: Request) -> Response:
         body = await request.body()
-        results = await asyncio.gather(
-            *(
-                client().request(request.method, url + request.url.path, content=body)
-                for url in (config.prefill_url, config.decode_url)
-            ),
-            return_exceptions=True,
-        )
-        ok = all(isinstance(r, httpx.Response) and r.status_code == 200 for r in results)
-        return Response(status_code=200 if ok else 500)
+
+        async def one(upstream: Upstream) -> int:
+            response = await upstream.request(
+                request.method, request.url.path, body, {"content-type": "application/json"}
+            )
+            await response.read()
+            return response.status
+
+        results = await asyncio.gather(one(prefill), one(decode), return_exceptions=True)
+        return Response(status_code=200 if all(r == 200 for r in results) else 500)
 
     async def health(_: Request) -> Response:
         return Response(status_code=200)
@@ -148,15 +145,11 @@ def build_router_app(config: RouterConfig) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        state["client"] = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.request_timeout_s, connect=10.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=512),
-            trust_env=False,
-        )
         try:
             yield
         finally:
-            await state["client"].aclose()
+            prefill.close()
+            decode.close()
 
     routes = [
         Route("/v1/chat/completions", generate, methods=["POST"]),
@@ -175,19 +168,17 @@ def build_router_app(config: RouterConfig) -> Starlette:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-async def _passthrough(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _passthrough(response: UpstreamResponse) -> AsyncIterator[bytes]:
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in response.iter_body():
             yield chunk
     finally:
         # Also on a client disconnect (a cancel): closing upstream is how decode learns of it.
-        with anyio.CancelScope(shield=True):
-            await response.aclose()
+        response.release()
 
 
-async def _discard(task: asyncio.Task[httpx.Response]) -> None:
-    """Drop the decode half of a request whose prefill failed."""
+async def _discard(task: asyncio.Task[UpstreamResponse]) -> None:
+    """Drop the decode half of a request whose prefill failed (decode sees a disconnect)."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
-        response = await task
-        await response.aclose()
+    with contextlib.suppress(asyncio.CancelledError, UpstreamError):
+        (await task).release()
