@@ -13,9 +13,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import orjson
 import pytest
@@ -56,9 +57,12 @@ def worker_app(role: str, decode_fault: dict[str, str]) -> Starlette:
                 {"error": {"message": "decode blew up " + "x" * 300}}, status_code=500
             )
 
-        async def dies_mid_stream() -> Iterator[bytes]:
-            yield chunk(PARTIAL[:20])
-            yield chunk(PARTIAL[20:])
+        async def dies_mid_stream() -> AsyncIterator[bytes]:
+            # Tokens arrive over time, as from a real decode, so the router has forwarded
+            # each one before the connection drops.
+            for part in (PARTIAL[:20], PARTIAL[20:]):
+                yield chunk(part)
+                await anyio.sleep(0.3)
             raise RuntimeError("decode worker died mid-stream")  # uvicorn drops the connection
 
         return StreamingResponse(dies_mid_stream(), media_type="text/event-stream")
@@ -157,7 +161,9 @@ async def test_a_decode_that_dies_mid_stream_is_a_transport_error(router_in_fron
 
 
 @pytest.mark.anyio
-async def test_a_streamed_decode_500_cut_off_by_the_router_is_an_http_error(router_in_front) -> None:
+async def test_a_streamed_decode_500_cut_off_by_the_router_is_an_http_error(
+    router_in_front,
+) -> None:
     url, fault = router_in_front
     fault["mode"] = "http_500"
     progress = await one_turn(url)
