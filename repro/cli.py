@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from repro import cli_options as o
-from repro.errors import ReproError
+from repro.errors import ReproError, UsageError
 
 app = typer.Typer(
     help="Reproduce and bisect tool-call corruption in LLM serving under concurrency.",
@@ -87,10 +87,27 @@ def run(
     port: o.Port = None,
     health_timeout: o.HealthTimeout = None,
     model: o.Model = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="print each role's exact argv and environment; start nothing"
+        ),
+    ] = False,
 ) -> None:
     """Launch the engine in one configuration, drive agent sessions, and score corruption."""
     with exit_on_error():
-        spec = o.build_spec(**_spec_fields(locals()))
+        spec = o.build_spec(**_spec_fields(locals(), exclude=("dry_run",)))
+        if dry_run:
+            from repro.harness.dry_run import render_plan
+            from repro.harness.run import resolve
+
+            plan = resolve(spec).plan
+            if plan is None:
+                raise UsageError(
+                    "--dry-run has nothing to show with --url: repro launches nothing then."
+                )
+            print(render_plan(plan), end="")
+            return
         _run(spec, out)
 
 
@@ -147,6 +164,54 @@ def gate(
         raise typer.Exit(verdict.exit_code)
 
 
+@app.command()
+def preflight(
+    topology: o.Topology = None,
+    hicache: o.HiCache = None,
+    index_k: o.IndexK = None,
+    topk_v2: o.TopkV2 = None,
+    custom_kernels: o.CustomKernels = None,
+    cuda_graph: o.CudaGraph = None,
+    router: o.Router = None,
+    knob: o.Knob = None,
+    backend: o.Backend = o.default("backend"),
+    profile: o.ProfileOpt = None,
+    model_path: o.ModelPath = None,
+    settings: o.Settings = None,
+    server_python: o.ServerPython = None,
+    server_args: o.ServerArgs = None,
+    port: o.Port = None,
+) -> None:
+    """Check every role's argv with the engine's own parser (SGLang: abbreviations off); start nothing."""
+    from repro.harness.preflight import preflight as check
+    from repro.harness.run import resolve
+
+    with exit_on_error():
+        resolved = resolve(o.build_spec(**_spec_fields(locals())))
+        assert resolved.plan is not None
+        print(check(resolved.plan, resolved.profile).summary())
+
+
+@app.command()
+def check(
+    files: Annotated[
+        list[Path], typer.Argument(help="raw completions: the text after the assistant tag")
+    ],
+    tools: Annotated[
+        Path, typer.Option("--tools", help="the OpenAI `tools` list (JSON) the request carried")
+    ],
+    format: Annotated[str, typer.Option("--format", help="dsml-v32 | openai-parsed")] = "dsml-v32",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON object per file per line")
+    ] = False,
+) -> None:
+    """Check saved completions: exit 0 if every file is clean, 1 if any has a defect, 2 on bad input."""
+    from repro.checkers.command import check_command
+
+    with exit_on_error():
+        raise typer.Exit(check_command(tools, files, format, as_json))
+
+
 def _spec_fields(options: dict, exclude: tuple[str, ...] = ()) -> dict:
     """Command parameters to build_spec keywords (option names -> RunSpec field names)."""
     renames = {
@@ -157,6 +222,15 @@ def _spec_fields(options: dict, exclude: tuple[str, ...] = ()) -> dict:
     renames |= {"health_timeout": "health_timeout_s"}
     skip = {"out", *exclude}
     return {renames.get(k, k): v for k, v in options.items() if k not in skip}
+
+
+def _mount_bisect() -> None:
+    from repro.bisect.commands import app as bisect_app
+
+    app.add_typer(bisect_app, name="bisect")
+
+
+_mount_bisect()
 
 
 def main() -> None:  # pragma: no cover - console-script shim

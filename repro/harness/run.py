@@ -99,6 +99,11 @@ async def engine(
         await _probe(spec.url)
         yield Endpoint(spec.url, resolved.config, "external")
         return
+    if any(resolved.profile.roles[role.name].preflight for role in resolved.plan.roles):
+        # A bad flag must fail in seconds, before a model load that can take ten minutes.
+        from repro.harness.preflight import preflight
+
+        await anyio.to_thread.run_sync(preflight, resolved.plan, resolved.profile)
     async with launch(resolved.plan, logs_dir) as deployment:
         yield Endpoint(
             deployment.entry_url,
