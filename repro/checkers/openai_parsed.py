@@ -7,14 +7,17 @@ Offsets point into each call's `arguments` text (field `tool_calls[i]`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+import re
+from collections.abc import Sequence
 
+from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import Where, scan_markup, snippet
 from repro.checkers.text_watch import TextWatch
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import Defect, ToolCall
+
+_CONSTANT = re.compile(r"-?Infinity|NaN")
 
 
 def _reject_constant(name: str) -> float:
@@ -42,7 +45,10 @@ def check_parsed_calls(
         except (ValueError, RecursionError) as e:
             cut = finish_reason == "length" and i == len(calls) - 1
             kind = Kind.TRUNCATED_CALL if cut else Kind.INVALID_ARGUMENTS
-            offset = getattr(e, "pos", 0)
+            offset = getattr(e, "pos", None)
+            if offset is None:  # NaN or Infinity, refused after a successful scan
+                constant = _CONSTANT.search(call.arguments)
+                offset = constant.start() if constant else 0
             why = "generation hit the length limit" if cut else "arguments are not JSON"
             defects.append(Defect(kind, offset, f"{call.name}: {why}: {e}", field))
             continue
@@ -67,34 +73,12 @@ def check_parsed_calls(
 def _string_defects(call: ToolCall, arguments: dict, field: str) -> list[Defect]:
     """Markup inside any string of the arguments (keys included), at its place in the text."""
     found = []
-    for s in _strings(arguments):
+    for s in strings_in(arguments):
         for f in scan_markup(s, Where.VALUE):
-            offset = _string_offset(call.arguments, s, f.start)
+            offset = offset_in_json(call.arguments, s, f.start)
             message = f"{call.name}: {f.message} (in `{snippet(s)}`)"
             found.append(Defect(f.kind, offset, message, field))
     return found
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
-def _string_offset(raw: str, s: str, k: int) -> int:
-    """Where character `k` of string `s` sits in the JSON text `raw` (its first copy); 0 if unknown."""
-    for ascii_only in (False, True):
-        encoded = json.dumps(s, ensure_ascii=ascii_only)
-        at = raw.find(encoded)
-        if at != -1:
-            return at + len(json.dumps(s[:k], ensure_ascii=ascii_only)) - 1
-    return 0
 
 
 def _key_offset(raw: str, key: str | int) -> int:

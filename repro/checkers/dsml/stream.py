@@ -25,6 +25,7 @@ from repro.checkers.dsml.markers import (
     Dialect,
 )
 from repro.checkers.dsml.tags import Flaw, invoke_name, param_head, value_end
+from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import (
     WINDOW_AFTER,
@@ -32,6 +33,7 @@ from repro.checkers.markup_scan import (
     Where,
     find_triggers,
     judge_hits,
+    scan_markup,
     snippet,
 )
 from repro.checkers.text_watch import TextWatch
@@ -44,6 +46,7 @@ _TRIM_CHARS = 1 << 16  # consumed text is dropped once this much has piled up
 _SEPARATOR = ">\n"
 _NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
+_SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
 
 class _State(IntEnum):  # an IntEnum: states are compared and hashed on every step
@@ -116,8 +119,6 @@ class DsmlStream:
         )
         self._fixed_stops = {
             _State.CONTENT: self._content_stops,
-            _State.INVOKE_HEAD: (PARAM_OPEN, INVOKE_END),
-            _State.PARAM_SEP: (PARAM_OPEN, INVOKE_END),
             _State.PARAM_VALUE: (PARAM_END,),
             _State.AFTER_BLOCK: (EOS,),
         }
@@ -224,6 +225,10 @@ class DsmlStream:
         state = self._state
         if state is _State.BLOCK_SEP:
             return (INVOKE_OPEN, self._block_close)
+        if state in (_State.INVOKE_HEAD, _State.PARAM_SEP):
+            # The block's close is no stop of DeepSeek's here, but where it comes first the
+            # invoke was never closed: reading on would only bury that under later text.
+            return (PARAM_OPEN, INVOKE_END, self._block_close)
         return self._fixed_stops.get(state, ())
 
     def _step(self) -> bool:
@@ -306,6 +311,18 @@ class DsmlStream:
         invoke = self._invoke
         assert invoke is not None
         b = self._base
+        if stop == self._block_close:
+            if _SELF_CLOSING.match(self._buf, self._seg_lo - b, at - b):
+                self._add(
+                    Kind.MALFORMED_INVOKE,
+                    invoke.at,
+                    "a self-closing invoke is DeepSeek-V4 syntax; V3.2 ends every invoke "
+                    f"with `{INVOKE_END}>`",
+                )
+            elif not found:
+                self._add(Kind.UNBALANCED_MARKUP, at, "the block closes inside an unclosed invoke")
+            self._unclosed_invoke(at, stop)
+            return
         name = invoke_name(self._buf, self._seg_lo - b, at - b)
         if isinstance(name, Flaw):
             invoke.broken = True
@@ -412,7 +429,7 @@ class DsmlStream:
             invoke.args[key] = raw
             return
         try:
-            invoke.args[key] = json.loads(raw, parse_constant=_reject_constant)
+            value = json.loads(raw, parse_constant=_reject_constant)
         except (ValueError, RecursionError):
             param.broken = True
             self._add(
@@ -420,6 +437,16 @@ class DsmlStream:
                 lo,
                 f'parameter {key!r} is string="false" but `{snippet(raw)}` is not JSON',
             )
+            return
+        invoke.args[key] = value
+        if "\\" in raw and not self._seg_findings:
+            self._scan_json_strings(value, raw, lo)
+
+    def _scan_json_strings(self, value: object, raw: str, lo: int) -> None:
+        """Markup behind JSON escapes, which the scan of the raw value cannot see."""
+        for s in strings_in(value):
+            for f in scan_markup(s, Where.VALUE, self._dialect):
+                self._add(f.kind, lo + offset_in_json(raw, s, f.start), f.message)
 
     def _end_param(self) -> None:
         param, invoke = self._param, self._invoke
@@ -429,7 +456,17 @@ class DsmlStream:
         self._param = None
 
     def _on_param_sep(self, at: int, stop: str) -> None:
-        self._check_separator(self._close_segment(at), at)
+        found = self._close_segment(at)
+        self._check_separator(found, at)
+        if stop == self._block_close:
+            if not found:
+                self._add(
+                    Kind.UNBALANCED_MARKUP,
+                    at,
+                    f"the block closes before `{INVOKE_END}>` closes {self._invoke_label()}",
+                )
+            self._unclosed_invoke(at, stop)
+            return
         if stop == PARAM_OPEN:
             self._param = _Param(at)
             self._enter(_State.PARAM_HEAD, at + len(stop))
@@ -455,6 +492,11 @@ class DsmlStream:
             offset = invoke.param_at.get(path[0], invoke.at) if path else invoke.at  # type: ignore[arg-type]
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
             self._add(Kind.SCHEMA_VIOLATION, offset, f"{name}{where}: {violation.message}")
+
+    def _unclosed_invoke(self, at: int, stop: str) -> None:
+        self._break_invoke()
+        self._close_invoke()
+        self._enter(_State.AFTER_BLOCK, at + len(stop))
 
     def _on_after_block(self, at: int) -> None:
         self._close_segment(at)
@@ -500,7 +542,11 @@ class DsmlStream:
 
     def _check_separator(self, found: int, at: int) -> None:
         text = self._text(self._seg_lo, at)
-        if text == _SEPARATOR or found:
+        if text == _SEPARATOR:
+            return
+        if self._state is _State.PARAM_SEP:
+            self._break_invoke()
+        if found:
             return
         same = 0
         while same < min(len(text), 2) and text[same] == _SEPARATOR[same]:
@@ -523,6 +569,10 @@ class DsmlStream:
         else:
             message = f"text after the end-of-sentence token: `{snippet(text)}`"
         self._add(kind, lo, message)
+
+    def _break_invoke(self) -> None:
+        if self._invoke is not None:
+            self._invoke.broken = True
 
     def _invoke_label(self) -> str:
         name = self._invoke.name if self._invoke is not None else "?"
@@ -585,6 +635,8 @@ class DsmlStream:
             self._skip - b,
         )
         self._skip = skip + b
+        if findings and where is Where.STRUCTURE and self._state is not _State.BLOCK_SEP:
+            self._break_invoke()  # junk between an invoke's own tags
         for f in findings:
             # In junk between tags, tags after the first finding are its consequences.
             if f.kind is Kind.UNBALANCED_MARKUP and self._seg_findings:

@@ -1,0 +1,109 @@
+"""`repro check`: verdicts for completions saved as files, against an OpenAI tools file.
+
+Exit codes: 0 every file clean, 1 any defect, 2 a usage error (raised as UsageError).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from repro.checkers.formats import FORMATS, Format
+from repro.checkers.render import render_defect
+from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import AssistantOutput, Verdict
+from repro.errors import EXIT_CORRUPTION, EXIT_OK, UsageError
+
+
+def check_command(
+    tools: Path, files: list[Path], format: str = "dsml-v32", as_json: bool = False
+) -> int:
+    """Check each file as one turn in `format`; print a report; return the exit code."""
+    chosen = FORMATS.get(format)
+    if chosen is None:
+        raise UsageError(f"Unknown format {format!r}; choose one of: {', '.join(FORMATS)}.")
+    toolset = _read_tools(tools)
+    if not files:
+        raise UsageError("Give at least one FILE to check.")
+    outputs = [(path, _read_turn(path, chosen)) for path in files]  # all usage errors first
+    dirty = defects = 0
+    for path, output in outputs:
+        verdict = chosen.check(output, toolset)
+        dirty += not verdict.clean
+        defects += len(verdict.defects)
+        report = _json_line(path, verdict) if as_json else _human(path, output, verdict, chosen)
+        # Lone surrogates (undecodable input) cannot be printed as UTF-8: show them escaped.
+        print(report.encode("utf-8", "backslashreplace").decode("utf-8"))
+    if not as_json and len(files) > 1:
+        print(f"{len(files)} files checked: {dirty} with defects ({defects} defects).")
+    return EXIT_CORRUPTION if dirty else EXIT_OK
+
+
+def _read_tools(path: Path) -> ToolSet:
+    try:
+        tools = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"Cannot read the tools file {path}: {e.strerror or e}.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"The tools file {path} is not valid JSON: {e}.") from None
+    if isinstance(tools, dict) and "tools" in tools:
+        tools = tools["tools"]  # a whole request body works too
+    try:
+        return ToolSet.from_openai(tools)
+    except (ValueError, AttributeError, TypeError) as e:
+        raise UsageError(f"The tools file {path} is not an OpenAI tools list: {e}.") from None
+
+
+def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
+    try:
+        # Undecodable bytes become lone surrogates, which the checks report as invalid_char.
+        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError as e:
+        raise UsageError(f"Cannot read {path}: {e.strerror or e}.") from None
+    try:
+        return chosen.read(text)
+    except (ValueError, AttributeError, TypeError) as e:
+        raise UsageError(f"{path} is not a {chosen.name} file ({chosen.summary}): {e}.") from None
+
+
+def _field_text(output: AssistantOutput, field: str) -> str:
+    if field == "content":
+        return output.content
+    if field == "reasoning":
+        return output.reasoning
+    index = int(field.removeprefix("tool_calls[").removesuffix("]"))
+    return output.tool_calls[index].arguments
+
+
+def _human(path: Path, output: AssistantOutput, verdict: Verdict, chosen: Format) -> str:
+    if verdict.clean:
+        names = ", ".join(c.name for c in verdict.calls)
+        return f"{path}: clean, {len(verdict.calls)} tool calls" + (f" ({names})" if names else "")
+    raw = chosen.name == "dsml-v32"  # the file's text is the content: positions are the file's
+    return "\n".join(
+        render_defect(
+            str(path),
+            _field_text(output, d.field),
+            d,
+            field_is_source=raw and d.field == "content",
+        )
+        for d in verdict.defects
+    )
+
+
+def _json_line(path: Path, verdict: Verdict) -> str:
+    record = {
+        "file": str(path),
+        "clean": verdict.clean,
+        "defects": [
+            {"kind": str(d.kind), "offset": d.offset, "message": d.message, "field": d.field}
+            for d in verdict.defects
+        ],
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in verdict.calls],
+    }
+    try:
+        line = json.dumps(record, ensure_ascii=False)
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from undecodable input: escape them
+        line = json.dumps(record)
+    return line

@@ -1,0 +1,133 @@
+"""`repro check` as a function: exit codes, usage errors, the human report and JSON lines."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from dsml_samples import TOOLS, TWO_CALLS
+
+from repro.checkers.command import check_command
+from repro.errors import UsageError
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "tools": tmp_path / "tools.json",
+        "good": tmp_path / "good.txt",
+        "bad": tmp_path / "bad.txt",
+        "message": tmp_path / "message.json",
+    }
+    paths["tools"].write_text(json.dumps(TOOLS), encoding="utf-8")
+    paths["good"].write_text(TWO_CALLS, encoding="utf-8")
+    bad = TWO_CALLS.replace("San Francisco", "北京 <|DSML|invoke").replace(
+        '"get_date"', '"get_time"'
+    )
+    paths["bad"].write_text(bad, encoding="utf-8")
+    message = {
+        "role": "assistant",
+        "content": "On it.",
+        "reasoning_content": "thinking",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_date", "arguments": "{}"}}
+        ],
+    }
+    paths["message"].write_text(json.dumps(message), encoding="utf-8")
+    return paths
+
+
+def test_clean_files_exit_zero(files, capsys) -> None:
+    assert check_command(files["tools"], [files["good"]]) == 0
+    assert (
+        capsys.readouterr().out == f"{files['good']}: clean, 2 tool calls (get_weather, get_date)\n"
+    )
+
+
+def test_a_defect_exits_one_and_points_at_the_spot(files, capsys) -> None:
+    assert check_command(files["tools"], [files["good"], files["bad"]]) == 1
+    out = capsys.readouterr().out.splitlines()
+    bad = files["bad"].read_text(encoding="utf-8")
+    at = bad.index("<|DSML|")
+    line = bad.count("\n", 0, at) + 1
+    column = at - bad.rfind("\n", 0, at)
+    assert (
+        out[1]
+        == f"{files['bad']}:{line}:{column}: ascii_bars: DSML marker with ASCII bars: `<|DSML|invoke`"
+    )
+    text_line = bad.splitlines()[line - 1]
+    assert out[2] == "  " + text_line
+    # The caret sits under `<`; CJK characters and fullwidth bars before it take two cells.
+    prefix = text_line[: column - 1]
+    cells = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in prefix)
+    assert out[3] == "  " + " " * cells + "^"
+    assert out[4].startswith(f"{files['bad']}:") and ": unknown_tool: " in out[4]
+    assert out[-1] == "2 files checked: 1 with defects (2 defects)."
+
+
+def test_json_lines(files, capsys) -> None:
+    assert check_command(files["tools"], [files["good"], files["bad"]], as_json=True) == 1
+    good, bad = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert good == {
+        "file": str(files["good"]),
+        "clean": True,
+        "defects": [],
+        "calls": [
+            {
+                "name": "get_weather",
+                "arguments": '{"location": "San Francisco", "date": "2024-01-16"}',
+            },
+            {"name": "get_date", "arguments": "{}"},
+        ],
+    }
+    assert bad["clean"] is False
+    assert [d["kind"] for d in bad["defects"]] == ["ascii_bars", "unknown_tool"]
+    assert set(bad["defects"][0]) >= {"kind", "offset", "message"}
+    text = files["bad"].read_text(encoding="utf-8")
+    assert bad["defects"][0]["offset"] == text.index("<|DSML|")
+
+
+def test_openai_parsed_format(files, capsys) -> None:
+    assert check_command(files["tools"], [files["message"]], format="openai-parsed") == 0
+    assert "clean, 1 tool calls (get_date)" in capsys.readouterr().out
+
+
+def test_undecodable_bytes_are_a_defect_not_a_crash(files, capsys, tmp_path: Path) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_bytes(b"Done, caf\xe9 ok")
+    assert check_command(files["tools"], [raw], as_json=True) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert [d["kind"] for d in record["defects"]] == ["invalid_char"]
+    assert check_command(files["tools"], [raw]) == 1
+    assert "invalid_char" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda f: (f["tools"], [f["good"]], "dsml-v4", False), "Unknown format 'dsml-v4'"),
+        (
+            lambda f: (f["tools"].with_name("none.json"), [f["good"]], "dsml-v32", False),
+            "Cannot read the tools file",
+        ),
+        (lambda f: (f["good"], [f["good"]], "dsml-v32", False), "is not valid JSON"),
+        (lambda f: (f["message"], [f["good"]], "dsml-v32", False), "is not an OpenAI tools list"),
+        (
+            lambda f: (f["tools"], [f["good"].with_name("missing.txt")], "dsml-v32", False),
+            "Cannot read",
+        ),
+        (lambda f: (f["tools"], [], "dsml-v32", False), "at least one FILE"),
+        (
+            lambda f: (f["tools"], [f["good"]], "openai-parsed", False),
+            "is not a openai-parsed file",
+        ),
+    ],
+)
+def test_usage_errors_say_what_is_wrong_before_any_output(
+    files, capsys, make, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        check_command(*make(files))
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,154 @@
+"""Text defects on their own: markup classification, characters, runaway repetition."""
+
+from __future__ import annotations
+
+import pytest
+
+from repro.checkers.free_text import check_free_text
+from repro.checkers.markup_scan import Where, scan_markup
+from repro.checkers.repetition import MIN_RUN_CHARS, PROBE_STRIDE_CHARS, RepetitionProbe
+from repro.checkers.text_watch import TextWatch
+
+
+def kinds(text: str, where: Where = Where.CONTENT) -> list[tuple[str, int]]:
+    return [(str(f.kind), f.start) for f in scan_markup(text, where)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('x <｜DSML｜invoke name="a">', [("markup_in_content", 2)]),
+        ("x </｜DSML｜function_calls>", [("markup_in_content", 2)]),
+        ("the ｜DSML｜ token", [("markup_in_content", 4)]),
+        ("x <｜DSML｜tool_calls>", [("wrong_block_name", 2)]),
+        ("x <｜DSML｜toolcalls>", [("unknown_tag", 2)]),
+        ("x <｜DSML｜param name=", [("unknown_tag", 2)]),
+        ("x <|DSML|invoke", [("ascii_bars", 2)]),
+        ("x </|DSML|parameter>", [("ascii_bars", 2)]),
+        ("x <｜DSML|invoke", [("ascii_bars", 2)]),
+        ("x <｜｜DSML｜｜invoke", [("doubled_bars", 2)]),
+        ("x <||DSML||tool_calls>", [("ascii_bars", 2)]),
+        ("x < | DSML | tool_use>", [("ascii_bars", 2)]),
+        ("x <｜ DSML ｜invoke", [("garbled_marker", 2)]),
+        ("x <｜DSMLinvoke", [("garbled_marker", 2)]),
+        ("x <DSML｜invoke", [("garbled_marker", 2)]),
+        ("x <function_calls>", [("missing_dsml_prefix", 2)]),
+        ("x </tool_calls>", [("missing_dsml_prefix", 2)]),
+        ('x <invoke name="get">', [("missing_dsml_prefix", 2)]),
+        ('x <parameter name="k" string="true">', [("missing_dsml_prefix", 2)]),
+        ("x <think>", [("special_token", 2)]),
+        ("x </think>", [("special_token", 2)]),
+        ("x <｜end▁of▁sentence｜>", [("special_token", 2)]),
+        ("x <｜User｜>", [("special_token", 2)]),
+        ("a <｜DSML｜｜DSML｜invoke", [("doubled_bars", 2)]),  # one defect for one doubled token
+    ],
+)
+def test_garbled_and_misplaced_markup(text: str, expected: list[tuple[str, int]]) -> None:
+    assert kinds(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The DSML format wraps calls in tags.",
+        "<parameter>value</parameter> and <invoke/> are plain XML here",
+        '<parameter name="timeout">30</parameter>',
+        "a | b || c, 名称｜数量｜价格",
+        "Some models end text with <|endoftext|> or <|im_end|>.",
+        "if a<b and c>d: x = {'think': True}",
+        "function_calls are listed; see tool_calls below",
+    ],
+)
+def test_text_that_only_looks_like_markup_is_left_alone(text: str) -> None:
+    assert kinds(text) == []
+
+
+def test_place_decides_the_kind_of_a_well_formed_tag() -> None:
+    tag = 'x <｜DSML｜invoke name="a">'
+    assert kinds(tag, Where.REASONING) == [("markup_in_reasoning", 2)]
+    assert kinds(tag, Where.VALUE) == [("markup_in_value", 2)]
+    assert kinds(tag, Where.STRUCTURE) == [("unbalanced_markup", 2)]
+    assert kinds(tag, Where.TRAILER) == []  # the trailing text is one defect already
+    assert kinds("x <|DSML|invoke", Where.TRAILER) == [("ascii_bars", 2)]
+
+
+def watch(text: str) -> list[tuple[str, int, str]]:
+    w = TextWatch()
+    w.advance(text, 0, final=True)
+    return [(str(d.kind), d.offset, d.message) for d in w.defects("content")]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "offset", "meant"),
+    [
+        ("café Ã© ok", "mojibake", 5, "é"),
+        ("It’s â€™ here", "mojibake", 5, "’"),
+        ("Ð´Ð°", "mojibake", 0, "д"),
+        ("ï»¿header", "mojibake", 0, "\ufeff"),
+        ("emoji ðŸ˜€", "mojibake", 6, "😀"),
+        ("degree 20Â°C", "mojibake", 9, "°"),
+    ],
+)
+def test_mojibake_is_found_and_decoded(text: str, kind: str, offset: int, meant: str) -> None:
+    [(found, at, message)] = watch(text)
+    assert (found, at) == (kind, offset)
+    assert f"`{meant}`" in message
+
+
+def test_replacement_and_invalid_characters_are_counted_once() -> None:
+    found = watch("a\ufffdb\ufffd c\x00 d\x85 e\udcff")
+    assert found[0][:2] == ("replacement_char", 1) and "(1 more in content)" in found[0][2]
+    assert found[1][:2] == ("invalid_char", 6) and "(2 more in content)" in found[1][2]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Voilà — c'est fait ! « Bonjour », 20 °C, © 2024, ½ tasse, naïve façade, São Paulo.",
+        "¿Qué tal? Ñandú, pingüino, Ärger, Öl, Übermaß, ß, ø, æ, å, ł.",
+        "数据 · 张三 × 李四, 3×4, ±5, µs, ¼",
+        "Ã alone, Â alone, â€ alone.",
+    ],
+)
+def test_legitimate_latin1_text_is_not_mojibake(text: str) -> None:
+    assert watch(text) == []
+
+
+def test_runaway_repetition() -> None:
+    unit = "I will check the file again. "
+    text = "Intro:" + unit * 40
+    [(kind, offset, message)] = watch(text)
+    assert kind == "runaway_repetition"
+    assert offset == len("Intro:")  # where the periodic stretch starts
+    assert f"a {len(unit)}-character unit" in message
+
+
+def test_repetition_thresholds() -> None:
+    assert watch("=" * (MIN_RUN_CHARS - 1)) == []
+    assert [k for k, _, _ in watch("=" * (MIN_RUN_CHARS + PROBE_STRIDE_CHARS))] == [
+        "runaway_repetition"
+    ]
+    sentence = "x" * 300 + "."  # a 301-character unit needs 8 copies, not 512 characters
+    assert watch(sentence * 4) == []
+    assert [k for k, _, _ in watch(sentence * 10)] == ["runaway_repetition"]
+
+
+def test_repetition_in_pieces_matches_whole() -> None:
+    text = "prefix " * 3 + "abcdefghij" * 200 + " suffix"
+    whole = RepetitionProbe()
+    whole.advance(text, 0, final=True)
+    pieces = RepetitionProbe()
+    for end in range(50, len(text), 50):
+        pieces.advance(text[:end], 0, final=False)
+    pieces.advance(text, 0, final=True)
+    assert pieces.run == whole.run and whole.run is not None
+
+
+def test_free_text_check_combines_markup_and_text_defects() -> None:
+    defects = check_free_text(
+        "Thinking <｜DSML｜invoke here, Ã© and ", "reasoning", Where.REASONING
+    )
+    assert [(str(d.kind), d.field) for d in defects] == [
+        ("markup_in_reasoning", "reasoning"),
+        ("mojibake", "reasoning"),
+    ]

@@ -1,0 +1,47 @@
+"""Compiling the request's tools: clear errors for bad tools, one compile per tools list."""
+
+from __future__ import annotations
+
+import pytest
+from dsml_samples import TOOLS
+
+from repro.checkers.toolset import ToolSet, toolset_for
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ({"type": "function"}, "must be a JSON list"),
+        ([{"type": "function", "function": {"description": "x"}}], "tool #0 has no function name"),
+        ([{"function": {"name": "a"}}, {"function": {"name": "a"}}], "'a' is declared twice"),
+        ([{"function": {"name": "a", "parameters": "object"}}], "must be a JSON Schema object"),
+        (
+            [{"function": {"name": "a", "parameters": {"type": "objekt"}}}],
+            "'a': parameters is not a valid JSON Schema",
+        ),
+    ],
+)
+def test_invalid_tools_are_refused_in_one_sentence(tools, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ToolSet.from_openai(tools)
+
+
+def test_bare_function_objects_and_missing_parameters_are_accepted() -> None:
+    tools = ToolSet.from_openai([{"name": "ping"}, {"type": "function", "function": {"name": "x"}}])
+    assert "ping" in tools and "x" in tools and "y" not in tools
+    assert tools.violations("ping", {"anything": 1}) == []
+
+
+def test_violations_name_the_path() -> None:
+    tools = ToolSet.from_openai(TOOLS)
+    found = tools.violations("search", {"query": 1, "topn": 0, "filters": {"lang": 2}, "x": 1})
+    assert sorted(v.path for v in found) == [(), ("filters", "lang"), ("query",), ("topn",)]
+    assert tools.violations("search", {"query": "ok", "source": "web"}) == []
+    assert tools.violations("unknown", {}) == []
+
+
+def test_compiled_sets_are_cached_by_content() -> None:
+    first = toolset_for(TOOLS)
+    assert toolset_for([dict(t) for t in TOOLS]) is first  # equal JSON, same compiled set
+    other = toolset_for(TOOLS[:1])
+    assert other is not first and "search" not in other
