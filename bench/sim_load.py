@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import orjson
@@ -52,11 +53,13 @@ class Tally:
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
 
 
-def launch(topology: str, extra: list[str], log_dir: str) -> tuple[str, list[subprocess.Popen], list[str]]:
+def launch(
+    topology: str, extra: list[str], log_dir: str
+) -> tuple[str, list[subprocess.Popen], list[str]]:
     py = sys.executable
     procs = []
 
@@ -176,7 +179,9 @@ async def session(sid: int, args, url: str, client: httpx.AsyncClient, tally: Ta
             turn = await one_turn(client, url, messages)
         except (httpx.HTTPError, RuntimeError) as exc:
             tally.errors += 1
-            tally.examples.append(f"error after {tally.turns} turns: {exc!r} {traceback.format_exc()[-600:]}")
+            tally.examples.append(
+                f"error after {tally.turns} turns: {exc!r} {traceback.format_exc()[-600:]}"
+            )
             return
         tally.turns += 1
         prompt_tokens = turn["usage"].get("prompt_tokens", 0)
@@ -254,14 +259,21 @@ def main() -> None:
     url = args.url
     urls = [url]
     if url is None:
-        url, procs, urls = launch(args.topology, [*args.extra, "--seed", str(args.seed)], args.log_dir)
+        url, procs, urls = launch(
+            args.topology, [*args.extra, "--seed", str(args.seed)], args.log_dir
+        )
     try:
         for each in urls:
             asyncio.run(wait_healthy(each))
         started = time.monotonic()
         tally = asyncio.run(drive(args, url))
         wall_s = time.monotonic() - started
-        cpu_s = {str(p.args[3] if p.args[3] != "--disaggregation-mode" else p.args[4]): cpu_seconds(p.pid) for p in procs}
+        cpu_s = {
+            str(p.args[3] if p.args[3] != "--disaggregation-mode" else p.args[4]): cpu_seconds(
+                p.pid
+            )
+            for p in procs
+        }
     finally:
         for p in procs:
             os.killpg(p.pid, signal.SIGTERM)
@@ -283,7 +295,8 @@ def main() -> None:
                 "semantic_turns": tally.semantic_turns,
                 "corrupted_sessions": len(tally.corrupted_sessions),
                 "semantic_sessions": len(tally.semantic_sessions),
-                "load_1m": load, "engine_cpu_s": cpu_s if procs else {},
+                "load_1m": load,
+                "engine_cpu_s": cpu_s if procs else {},
             }
         )
     )
