@@ -62,7 +62,8 @@ class PreflightReport:
         """One message naming each failing role and each of its problems."""
         lines = [
             f"Preflight failed: the engine's own parser rejects {len(self.problems_by_role())} "
-            "role(s); nothing was started. Fix these flags (in --server-args, --set or the profile):"
+            "role(s); nothing was started. Fix these in --server-args, --set, --server-python "
+            "or the profile:"
         ]
         for verdict in self.verdicts:
             if verdict.problems:
@@ -157,7 +158,7 @@ def _run_probe(
     }
     # Program on stdin, not a file path: works the same through a remote prefix like ssh.
     program = PROBE_SOURCE.read_text(encoding="utf-8") + f"\nmain({json.dumps(request)!r})\n"
-    interpreter = launcher[-1] if launcher else "?"
+    interpreter = " ".join(launcher)
     failure = None
     try:
         done = subprocess.run(
