@@ -121,6 +121,8 @@ def build_app(engine: Engine) -> Starlette:
         )
 
     async def metrics(_: Request) -> Response:
+        if engine.cache is not None:
+            engine.metrics.hicache_host_used_tokens = engine.cache.host_tokens
         text = engine.metrics.render(engine.config.served_model_name, engine.config.role)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
