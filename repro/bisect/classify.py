@@ -1,25 +1,34 @@
-"""What one trial says about a knob, judged against a reference trial (the bad endpoint).
+"""What knock-out trials say about their knobs, judged against the failing reference.
 
 The SPRT alone cannot tell "cured" from "lowered": a knob whose revert leaves a 0.5–5%
 residual rate sits in the SPRT's indifference zone (p0=0.5%..p1=5%), where CLEAN, UNKNOWN
-and CORRUPTING are all likely. So a class rests on two things measured on all sessions run:
-  cured    = not one corrupted session in enough sessions to put the residual rate below the
-             SPRT's indifference rate (about 2%) at 1-alpha confidence, and a CLEAN decision;
-  lowered  = one-sided Fisher exact test against the reference, p below the given alpha.
-Each function returns None while the evidence does not settle the question yet.
+and CORRUPTING are all likely. So a class rests on counts over all sessions run:
+  needed      cured: a CLEAN decision and not one corrupted session in enough sessions to put
+              the rate below the SPRT's indifference rate (about 2%) at 1-alpha;
+  amplifier   corruption seen, and lower than the reference (one-sided Fisher exact);
+  irrelevant  CORRUPTING, and shown not much lower: its rate's 95% Wilson lower bound is at
+              least SAME_FRACTION of the reference's rate;
+  otherwise   unsettled (None): the campaign adds sessions, then calls it unknown at the cap.
+Both tests converge as sessions are added (a p-value would not: under "no effect" it stays
+uniform), so every unsettled knob is settled by more sessions unless the cap comes first.
+Knock-outs that are not amplifiers measured the same failure as the reference, so each
+knock-out is judged against the reference pooled with the others (see classify_knockouts).
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 
 from repro.bisect.evidence import Evidence
 from repro.bisect.sprt import Decision, SprtSettings
-from repro.results.stats import fisher_less
+from repro.results.stats import fisher_less, wilson
 
-# A knock-out whose rate is shown to keep at least this share of bad's is not an amplifier.
+# "Shown as high": a knock-out keeps at least this share of the reference's rate. An
+# amplifier must at least halve the rate to be told from a red herring in a budget.
 SAME_FRACTION = 0.5
+STRICT_CONFIDENCE = 0.99  # "reproduces, shown": when amplifiers say it should not
 
 
 class KnobClass(enum.StrEnum):
@@ -39,6 +48,14 @@ def cure_sessions(settings: SprtSettings) -> int:
     return min(math.ceil(needed), settings.max_sessions)
 
 
+def is_cured(trial: Evidence, settings: SprtSettings) -> bool:
+    return (
+        trial.corrupted == 0
+        and trial.sprt(settings).decision is Decision.CLEAN
+        and trial.sessions >= cure_sessions(settings)
+    )
+
+
 def lowered_p(trial: Evidence, reference: Evidence) -> float:
     """One-sided Fisher exact p-value that the trial's rate is below the reference's."""
     if trial.sessions == 0 or reference.sessions == 0:
@@ -46,50 +63,61 @@ def lowered_p(trial: Evidence, reference: Evidence) -> float:
     return fisher_less(trial.corrupted, trial.sessions, reference.corrupted, reference.sessions)
 
 
-def shown_as_high(trial: Evidence, reference: Evidence) -> bool:
-    """The trial's rate is at least SAME_FRACTION of the reference's, at 95% (Wilson bound).
-
-    "Not significantly lower" alone is weak when one side is small (a 3% knock-out against an
-    unlucky 8/80 bad endpoint passes it); a confidence bound, unlike a p-value, converges as
-    sessions are added, so asking for it always settles.
-    """
-    return trial.rate().low >= SAME_FRACTION * reference.rate().value
+def pool(reference: Evidence, *others: Evidence) -> Evidence:
+    """One evidence holding every wave of several trials that measure the same failure."""
+    waves = reference.waves + tuple(w for o in others for w in o.waves)
+    return Evidence(reference.config, waves)
 
 
-def look_alpha(alpha: float, trial: Evidence, reference: Evidence) -> float:
-    """Alpha spending over repeated looks: the k-th spends alpha / 2^k, so all stay under alpha.
-
-    A comparison is looked at again each time either side gets a wave; testing every look at
-    the full alpha would call a red herring an amplifier far more often than alpha.
-    """
-    look = max(1, len(trial.waves) + len(reference.waves) - 1)
-    return alpha / 2**look
-
-
-def knockout_class(
-    trial: Evidence,
+def classify_knockouts(
     reference: Evidence,
+    knockouts: Mapping[str, Evidence],
     settings: SprtSettings,
     *,
     alpha: float,
-) -> KnobClass | None:
-    """The class of the knob whose revert turned `reference` into `trial`, or None if unsettled.
+) -> tuple[dict[str, KnobClass | None], Evidence]:
+    """Each knob's class (None = unsettled) and the reference pooled from the irrelevant ones.
 
-    Amplifier: lowered (Fisher p below this look's share of alpha). Irrelevant: CORRUPTING,
-    not lowered, and shown as high (above). Anything else is unsettled and needs more
-    sessions, on either side.
+    Each knock-out that shows corruption is judged against the reference pooled with every
+    other such knock-out not (yet) found to be an amplifier: red herrings measure the same
+    failure, so they make the reference several waves strong, and a noisy first wave of bad
+    cannot decide alone. Amplifiers found are dropped from the pool and all are judged again,
+    until no new amplifier appears. `alpha` is the Fisher level for "lower" (the caller
+    divides the campaign's alpha over the knobs).
     """
-    decision = trial.sprt(settings).decision
-    if trial.corrupted == 0:
-        if decision is Decision.CLEAN and trial.sessions >= cure_sessions(settings):
-            return KnobClass.NEEDED
-        return None
-    # Corruption seen: the revert did not cure, whatever the SPRT says.
-    if lowered_p(trial, reference) < look_alpha(alpha, trial, reference):
-        return KnobClass.AMPLIFIER
-    if decision is Decision.CORRUPTING and shown_as_high(trial, reference):
-        return KnobClass.IRRELEVANT
-    return None
+    classes: dict[str, KnobClass | None] = {}
+    corrupted = [k for k in knockouts if knockouts[k].corrupted > 0]
+    for knob in knockouts:
+        if knob not in corrupted:
+            cured = is_cured(knockouts[knob], settings)
+            classes[knob] = KnobClass.NEEDED if cured else None
+    amplifiers: set[str] = set()
+    while True:
+        for knob in corrupted:
+            others = [knockouts[k] for k in corrupted if k != knob and k not in amplifiers]
+            pooled = pool(reference, *others)
+            trial = knockouts[knob]
+            if lowered_p(trial, pooled) < alpha:
+                classes[knob] = KnobClass.AMPLIFIER
+            elif trial.sprt(settings).decision is Decision.CORRUPTING and shown_as_high(
+                trial, pooled
+            ):
+                classes[knob] = KnobClass.IRRELEVANT
+            else:
+                classes[knob] = None
+        found = {k for k in corrupted if classes[k] is KnobClass.AMPLIFIER}
+        if found <= amplifiers:
+            break
+        amplifiers |= found
+    irrelevant = [knockouts[k] for k in corrupted if classes[k] is KnobClass.IRRELEVANT]
+    return {k: classes[k] for k in knockouts}, pool(reference, *irrelevant)
+
+
+def shown_as_high(trial: Evidence, reference: Evidence, confidence: float = 0.95) -> bool:
+    """The trial keeps at least SAME_FRACTION of the reference's rate: its Wilson lower bound
+    says so. Unlike a p-value, a bound converges as sessions are added."""
+    low = wilson(trial.corrupted, trial.sessions, confidence=confidence).low
+    return low >= SAME_FRACTION * reference.rate().value
 
 
 def reproduces(
@@ -103,13 +131,14 @@ def reproduces(
     """Does the trial show the reference's failure: CORRUPTING, and not at a lower rate?
 
     Lower means Fisher p < alpha. When `strict`, "not lower" must also be shown (the rate's
-    Wilson bound keeps SAME_FRACTION of the reference's); short of that it is unsettled.
+    99% Wilson bound keeps SAME_FRACTION of the reference's); short of that it is unsettled.
     """
     decision = trial.sprt(settings).decision
     if decision is Decision.CLEAN:
         return False
     if trial.corrupted and lowered_p(trial, reference) < alpha:
         return False
-    if decision is Decision.CORRUPTING and (not strict or shown_as_high(trial, reference)):
+    shown = not strict or shown_as_high(trial, reference, STRICT_CONFIDENCE)
+    if decision is Decision.CORRUPTING and shown:
         return True
     return None

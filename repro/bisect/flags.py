@@ -1,7 +1,8 @@
 """Flag search: the whole conjunction of knobs that turns a clean configuration corrupting.
 
 1. Endpoints: bad must decide CORRUPTING and good CLEAN, or the search refuses.
-2. Knock-out (≤ 16 differing knobs): revert each knob from bad and class it (classify.py).
+2. Knock-out (≤ 16 differing knobs): revert each knob from bad; class it (classify.py),
+   adding sessions where the evidence is unsettled, up to the cap.
 3. Sufficiency: good + needed knobs must reproduce bad's failure; if not, add the amplifiers.
 4. ddmin over the differing knobs when more than 16 differ, or when step 3 fails (an OR-type
    or non-monotone failure, which knock-out cannot see).
@@ -13,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from repro.bisect.classify import KnobClass, knockout_class, lowered_p, reproduces
+from repro.bisect.classify import (
+    KnobClass,
+    classify_knockouts,
+    is_cured,
+    lowered_p,
+    reproduces,
+)
 from repro.bisect.ddmin import ddmin
 from repro.bisect.evidence import Evidence
 from repro.bisect.sprt import Decision, expected_sessions
@@ -33,6 +40,7 @@ class FlagReport:
     culprit_trial: Trial | None  # good + culprit, the confirmation
     classes: dict[str, KnobClass]
     knockouts: dict[str, Trial]  # knob -> bad with that knob reverted
+    reference: Evidence  # what "lower" was judged against: bad + knock-outs found irrelevant
     method: str  # "knock-out" or "ddmin"
     trials: tuple[Trial, ...]
     notes: tuple[str, ...]
@@ -68,6 +76,16 @@ async def search_flags(
     return await search.by_knockout()
 
 
+@dataclass(frozen=True, slots=True)
+class _Removals:
+    """Knock-out trials judged against one reference trial, and what they concluded."""
+
+    reference: Trial
+    pooled: Evidence
+    trials: dict[str, Trial]
+    classes: dict[str, KnobClass]
+
+
 class _Search:
     def __init__(
         self,
@@ -84,19 +102,18 @@ class _Search:
         self.differing = differing
         self.alpha = self.settings.alpha
         self.reference = bad_trial.evidence  # what "reproduces the failure" is judged against
+        self.knockouts: dict[str, Trial] = {}
 
     async def by_knockout(self) -> FlagReport:
-        classes: dict[str, KnobClass] = {}
-        knockouts: dict[str, Trial] = {}
-        for knob in self.differing:
-            knockouts[knob], classes[knob] = await self._knock_out(knob)
+        reverts = {k: (f"revert {k}", {**self.bad, k: self.good[k]}) for k in self.differing}
+        judged = await self._judge_removals(self.bad_trial, reverts)
+        self.bad_trial = judged.reference
+        self.reference = judged.pooled
+        classes, knockouts = judged.classes, judged.trials
+        self.knockouts = knockouts
         needed = [k for k in self.differing if classes[k] is KnobClass.NEEDED]
         amplifiers = [k for k in self.differing if classes[k] is KnobClass.AMPLIFIER]
-        # Knock-outs classed irrelevant measured the same failure as bad: pooling them makes
-        # the reference for the sufficiency checks several waves strong instead of one.
-        irrelevant = [knockouts[k] for k in self.differing if classes[k] is KnobClass.IRRELEVANT]
-        self.reference = _pool(self.bad, [self.bad_trial, *irrelevant])
-        found = await self._sufficient(needed, amplifiers)
+        found = await self._sufficient(needed, amplifiers, classes)
         if found is not None:
             subset, trial, notes = found
             return self._report(subset, trial, classes, knockouts, "knock-out", notes)
@@ -104,64 +121,115 @@ class _Search:
             "Applying the needed and amplifying knobs to good did not reproduce the failure "
             "(an OR-type or non-monotone interaction); fell back to ddmin."
         )
-        return await self.by_ddmin((note,), knockouts=knockouts, knockout_classes=classes)
+        return await self.by_ddmin((note,), knockouts=knockouts)
 
-    async def _knock_out(self, knob: str) -> tuple[Trial, KnobClass]:
-        """Revert one knob from bad and class it; an unsettled comparison gets another wave
-        on whichever side has fewer sessions, the knock-out or bad (as Pinpoint does)."""
-        # Bonferroni over the knock-outs, so red herrings stay irrelevant with 1 - alpha overall.
-        alpha_each = self.alpha / len(self.differing)
-        config = {**self.bad, knob: self.good[knob]}
+    async def _judge_removals(
+        self, reference: Trial, removals: Mapping[str, tuple[str, dict[str, str]]]
+    ) -> _Removals:
+        """Measure each removal, then add sessions where a class is unsettled, up to the cap.
 
-        def judge(ev: Evidence) -> KnobClass | None:
-            reference = self.bad_trial.evidence
-            return knockout_class(ev, reference, self.settings, alpha=alpha_each)
-
-        def settled(ev: Evidence) -> bool:
-            return judge(ev) is not None or (
-                ev.sessions_run > self.bad_trial.sessions_run
-                and not self.runner.at_cap(self.bad_trial.evidence)
+        Unsettled evidence gets one more wave at a time on its smaller side, the removal or
+        the reference (as Pinpoint does, bisect.md §2.3), least-measured removal first.
+        """
+        # Bonferroni over the knobs. Repeated looks (one per added wave) inflate this a little;
+        # a false amplifier is caught later, when good + the culprit without it still
+        # reproduces (see _sufficient), so power to find the real one comes first.
+        alpha = self.alpha / len(removals)
+        trials: dict[str, Trial] = {}
+        for knob, (label, config) in removals.items():
+            # First pass: until corruption shows, or the revert is cured.
+            trials[knob] = await self.runner.measure(
+                label, config, lambda ev: ev.corrupted > 0 or is_cured(ev, self.settings)
             )
-
         while True:
-            trial = await self.runner.measure(f"revert {knob}", config, settled)
-            found = judge(trial.evidence)
-            if found is not None:
-                return trial, found
-            if self.runner.at_cap(trial.evidence) and self.runner.at_cap(self.bad_trial.evidence):
-                return trial, KnobClass.UNKNOWN
-            if trial.sessions_run > self.bad_trial.sessions_run:
-                more = self.bad_trial.sessions_run + 1
-                self.bad_trial = await self.runner.measure(
-                    "bad", self.bad, lambda ev, n=more: ev.sessions_run >= n
-                )
+            evidence = {k: t.evidence for k, t in trials.items()}
+            found, pooled = classify_knockouts(
+                reference.evidence, evidence, self.settings, alpha=alpha
+            )
+            unsettled = sorted(
+                (k for k, c in found.items() if c is None), key=lambda k: trials[k].sessions_run
+            )
+            growable = [k for k in unsettled if not self.runner.at_cap(trials[k].evidence)]
+            reference_growable = not self.runner.at_cap(reference.evidence)
+            if not unsettled or not (growable or reference_growable):
+                classes = {k: c or KnobClass.UNKNOWN for k, c in found.items()}
+                return _Removals(reference, pooled, trials, classes)
+            smaller = growable and trials[growable[0]].sessions_run <= pooled.sessions_run
+            if smaller or not reference_growable:
+                knob = growable[0]
+                trials[knob] = await self._one_more_wave(trials[knob], removals[knob][1])
+            else:
+                reference = await self._one_more_wave(reference, dict(reference.config))
+
+    async def _one_more_wave(self, trial: Trial, config: dict[str, str]) -> Trial:
+        wanted = trial.sessions_run + 1
+        return await self.runner.measure(trial.label, config, lambda ev: ev.sessions_run >= wanted)
 
     async def _sufficient(
-        self, needed: list[str], amplifiers: list[str]
+        self, needed: list[str], amplifiers: list[str], classes: dict[str, KnobClass]
     ) -> tuple[list[str], Trial, tuple[str, ...]] | None:
-        """good + needed, then good + needed + amplifiers: the first that reproduces bad."""
+        """good + needed, then good + needed + amplifiers: the first that reproduces bad.
+
+        "good + needed reproduces" must be shown (strict), not just not refuted: it is the
+        claim that nothing else matters. With two or more amplifiers, each is then dropped in
+        turn; one without which the rest still reproduces is re-classed irrelevant (its
+        knock-out's drop was a false alarm). With none, an amplifier the knock-outs missed is
+        looked for among the knobs classed irrelevant, lowest knock-out rate first.
+        """
+        first: Trial | None = None
         if needed:
-            # With amplifiers in hand, "needed alone reproduces" must be shown, not just
-            # failed to be refuted: an unsettled comparison runs another wave, and one
-            # still unsettled at the cap counts as not reproducing.
-            strict = bool(amplifiers)
-
-            def settled(ev: Evidence) -> bool:
-                return self._reproduces(ev, strict) is not None
-
-            trial = await self._from_good(needed, settled)
-            verdict = self._reproduces(trial.evidence, strict)
-            if verdict is True:
-                return needed, trial, ()
-            if not amplifiers and trial.result.decision is Decision.CORRUPTING:
-                return needed, trial, (self._lower_note(trial),)
+            first = await self._confirm(needed, strict=True)
+            if self._reproduces(first.evidence, strict=True) is True:
+                return needed, first, ()
         if amplifiers:
-            subset = needed + amplifiers
-            trial = await self._from_good(subset)
-            if trial.result.decision is Decision.CORRUPTING:
-                lower = self._reproduces(trial.evidence) is False
-                return subset, trial, (self._lower_note(trial),) if lower else ()
+            return await self._with_amplifiers(needed, amplifiers, classes)
+        if first is None:
+            return None  # no knob is needed on its own: OR-type, for ddmin
+        if self._reproduces(first.evidence) is not False:
+            # Corrupting at a rate not shown lower, just not shown the same within the cap.
+            return needed, first, ()
+        suspects = [k for k in self.differing if classes[k] is KnobClass.IRRELEVANT]
+        suspects += [k for k in self.differing if classes[k] is KnobClass.UNKNOWN]
+        for knob in sorted(suspects, key=lambda k: self.knockouts[k].rate.value):
+            trial = await self._confirm([*needed, knob], strict=False)
+            lifted = lowered_p(first.evidence, trial.evidence) < self.alpha
+            if self._reproduces(trial.evidence) is True and lifted:
+                classes[knob] = KnobClass.AMPLIFIER
+                note = (
+                    f"{knob}'s knock-out did not look lower ({self.knockouts[knob].rate}), but "
+                    f"good + the needed knobs reproduces only with it: {trial.rate} with, "
+                    f"{first.rate} without; classed amplifier."
+                )
+                return [*needed, knob], trial, (note,)
+        if first.result.decision is Decision.CORRUPTING:
+            return needed, first, (self._lower_note(first),)
         return None
+
+    async def _with_amplifiers(
+        self, needed: list[str], amplifiers: list[str], classes: dict[str, KnobClass]
+    ) -> tuple[list[str], Trial, tuple[str, ...]] | None:
+        subset = needed + amplifiers
+        trial = await self._from_good(subset)
+        if trial.result.decision is not Decision.CORRUPTING:
+            return None
+        notes: list[str] = []
+        for knob in amplifiers if len(amplifiers) > 1 else []:
+            rest = [k for k in subset if k != knob]
+            without = await self._confirm(rest, strict=True)
+            if self._reproduces(without.evidence, strict=True) is True:
+                subset, trial = rest, without
+                classes[knob] = KnobClass.IRRELEVANT
+                notes.append(
+                    f"{knob}'s knock-out looked lower, but {without.label} reproduces without "
+                    f"it ({without.rate}): classed irrelevant."
+                )
+        if self._reproduces(trial.evidence) is False:
+            notes.append(self._lower_note(trial))
+        return subset, trial, tuple(notes)
+
+    async def _confirm(self, subset: list[str], *, strict: bool) -> Trial:
+        """good + subset, measured until it is settled whether it reproduces bad."""
+        return await self._from_good(subset, lambda ev: self._reproduces(ev, strict) is not None)
 
     def _lower_note(self, trial: Trial) -> str:
         return (
@@ -171,10 +239,7 @@ class _Search:
         )
 
     async def by_ddmin(
-        self,
-        notes: tuple[str, ...],
-        knockouts: dict[str, Trial] | None = None,
-        knockout_classes: dict[str, KnobClass] | None = None,
+        self, notes: tuple[str, ...], knockouts: dict[str, Trial] | None = None
     ) -> FlagReport:
         # ddmin asks many questions; Bonferroni over the knobs keeps false "lower" rare.
         alpha_ddmin = self.alpha / len(self.differing)
@@ -196,31 +261,31 @@ class _Search:
                 break
             culprit = list(await ddmin([k for k in culprit if k != spare[0]], fails))
         classes = {k: KnobClass.IRRELEVANT for k in self.differing} | members
-        if knockout_classes:
+        if knockouts:
             notes = (*notes, "Classes below come from ddmin's final round, not the knock-outs.")
         return self._report(culprit, culprit_trial, classes, knockouts or {}, "ddmin", notes)
 
     async def _member_classes(self, culprit: list[str]) -> tuple[Trial, dict[str, KnobClass]]:
         """Drop each member from good + culprit in turn and judge it against good + culprit."""
         culprit_trial = await self._from_good(culprit)
-        reference = culprit_trial.evidence
-        alpha_each = self.alpha / len(culprit)
-
-        def judge(ev: Evidence) -> KnobClass | None:
-            return knockout_class(ev, reference, self.settings, alpha=alpha_each)
-
-        members = {}
+        removals = {}
         for knob in culprit:
             rest = [k for k in culprit if k != knob]
-            trial = await self._from_good(rest, lambda ev: judge(ev) is not None)
-            members[knob] = judge(trial.evidence) or KnobClass.UNKNOWN
-        return culprit_trial, members
+            removals[knob] = (self._good_label(rest), self._good_plus(rest))
+        judged = await self._judge_removals(culprit_trial, removals)
+        return judged.reference, judged.classes
+
+    def _good_plus(self, subset: Sequence[str]) -> dict[str, str]:
+        return {**self.good, **{k: self.bad[k] for k in subset}}
+
+    def _good_label(self, subset: Sequence[str]) -> str:
+        return "good + " + (" + ".join(f"{k}={self.bad[k]}" for k in subset) or "nothing")
 
     async def _from_good(self, subset: Sequence[str], settled: Question | None = None) -> Trial:
-        config = {**self.good, **{k: self.bad[k] for k in subset}}
-        label = "good + " + (" + ".join(f"{k}={self.bad[k]}" for k in subset) or "nothing")
         question = settled or (lambda ev: self._reproduces(ev) is not None)
-        return await self.runner.measure(label, config, question)
+        return await self.runner.measure(
+            self._good_label(subset), self._good_plus(subset), question
+        )
 
     def _reproduces(
         self, evidence: Evidence, strict: bool = False, alpha: float | None = None
@@ -240,14 +305,15 @@ class _Search:
     ) -> FlagReport:
         extra: list[str] = list(notes)
         for knob in culprit:
-            if classes[knob] is KnobClass.AMPLIFIER:
-                reverted = knockouts.get(knob)
-                if reverted is not None:
-                    p = lowered_p(reverted.evidence, self.bad_trial.evidence)
-                    extra.append(
-                        f"{knob}={self.bad[knob]} amplifies: bad {self.bad_trial.rate}, "
-                        f"with {knob}={self.good[knob]} {reverted.rate} (Fisher p={p:.2g})."
-                    )
+            reverted = knockouts.get(knob)
+            if classes[knob] is KnobClass.AMPLIFIER and reverted is not None:
+                p = lowered_p(reverted.evidence, self.reference)
+                extra.append(
+                    f"{knob}={self.bad[knob]} amplifies: {self.reference.corrupted}/"
+                    f"{self.reference.sessions} = {self.reference.rate().value:.1%} with it "
+                    f"(bad and the knock-outs found irrelevant, pooled), {reverted.rate} "
+                    f"with {knob}={self.good[knob]} (Fisher p={p:.2g})."
+                )
         return FlagReport(
             bad=self.bad_trial,
             good=self.good_trial,
@@ -256,15 +322,11 @@ class _Search:
             culprit_trial=culprit_trial,
             classes=classes,
             knockouts=knockouts,
+            reference=self.reference,
             method=method,
             trials=tuple(self.runner.trials.values()),
             notes=tuple(extra),
         )
-
-
-def _pool(config: Mapping[str, str], trials: Sequence[Trial]) -> Evidence:
-    """One evidence holding every wave of the given trials (they measure one failure)."""
-    return Evidence(config, tuple(w for t in trials for w in t.evidence.waves))
 
 
 def _require(trial: Trial, wanted: Decision, side: str, runner: TrialRunner) -> None:

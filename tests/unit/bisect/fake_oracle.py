@@ -26,11 +26,14 @@ STORY_KNOBS = {
 }
 
 
+RATES = [0.17, 0.02]
+
+
 def story_rate(config: Mapping[str, str]) -> float:
     """The seed bug: PD amplifies a HiCache + bf16 race; everything else is a red herring."""
     if config["hicache"] != "on" or config["index_k"] != "bf16":
         return 0.0
-    return 0.17 if config["topology"] == "pd" else 0.02
+    return RATES[0] if config["topology"] == "pd" else RATES[1]
 
 
 class Crash(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repro.bisect.classify import KnobClass, cure_sessions, knockout_class, reproduces
+from repro.bisect.classify import KnobClass, classify_knockouts, cure_sessions, reproduces
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Evidence, Wave
 from repro.bisect.sprt import SprtSettings
 
@@ -35,36 +35,54 @@ def test_cure_needs_151_clean_sessions_at_defaults():
     assert cure_sessions(SETTINGS.model_copy(update={"max_sessions": 100})) == 100
 
 
+def judge(trial: Evidence, *others: Evidence, reference: Evidence = BAD) -> KnobClass | None:
+    """The class of knob "x" whose knock-out is `trial`, next to red herrings `others`."""
+    knockouts = {"x": trial} | {f"other{i}": o for i, o in enumerate(others)}
+    classes, _ = classify_knockouts(reference, knockouts, SETTINGS, alpha=ALPHA_EACH)
+    return classes["x"]
+
+
 def test_needed_only_after_enough_clean_sessions():
     one_wave = evidence(CLEAN * 80)
     assert one_wave.sprt(SETTINGS).decided  # CLEAN after 64...
-    assert knockout_class(one_wave, BAD, SETTINGS, alpha=ALPHA_EACH) is None  # ...not cured yet
-    two_waves = evidence(CLEAN * 80, CLEAN * 80)
-    assert knockout_class(two_waves, BAD, SETTINGS, alpha=ALPHA_EACH) is KnobClass.NEEDED
+    assert judge(one_wave) is None  # ...but 0/80 does not rule out a 2% residual rate
+    assert judge(evidence(CLEAN * 80, CLEAN * 80)) is KnobClass.NEEDED
 
 
 def test_any_corruption_rules_out_needed_even_if_the_sprt_says_clean():
     # 1 in 160 (0.6%): the SPRT decides CLEAN, but the revert did not cure.
     lowered = evidence(CLEAN * 40 + CORRUPTED + CLEAN * 39, CLEAN * 80)
     assert lowered.sprt(SETTINGS).decision.value == "CLEAN"
-    assert knockout_class(lowered, BAD, SETTINGS, alpha=ALPHA_EACH) is KnobClass.AMPLIFIER
+    assert judge(lowered) is KnobClass.AMPLIFIER
 
 
-def test_unknown_sprt_with_a_significant_drop_is_an_amplifier_without_more_sessions():
-    two_percent = evidence(spread(2, 80))
+def test_unknown_sprt_with_a_significant_drop_is_an_amplifier_not_needed():
+    two_percent = evidence(spread(2, 80), CLEAN * 80)
     assert two_percent.sprt(SETTINGS).decision.value == "UNKNOWN"
-    assert knockout_class(two_percent, BAD, SETTINGS, alpha=ALPHA_EACH) is KnobClass.AMPLIFIER
+    assert judge(two_percent) is KnobClass.AMPLIFIER
 
 
-def test_irrelevant_when_corrupting_at_the_same_rate():
-    same = evidence(spread(13, 80))
-    assert knockout_class(same, BAD, SETTINGS, alpha=ALPHA_EACH) is KnobClass.IRRELEVANT
+def test_irrelevant_when_corrupting_and_shown_to_keep_the_rate():
+    assert judge(evidence(spread(13, 80))) is KnobClass.IRRELEVANT
 
 
 def test_a_drop_neither_significant_nor_excluded_is_unsettled():
-    # 6/80 vs 14/80: Fisher p ~ 0.05 (not below 0.05/6), and 7.5% is not shown >= half of 17.5%.
-    gray = evidence(spread(6, 80))
-    assert knockout_class(gray, BAD, SETTINGS, alpha=ALPHA_EACH) is None
+    # 5/80 vs 14/80: Fisher p = 0.02 (not below 0.05/6), and 6% is not shown >= half of 17.5%.
+    assert judge(evidence(spread(5, 80))) is None
+
+
+def test_red_herrings_pool_into_the_reference_and_expose_the_amplifier():
+    # Against bad's single wave, 12/160 (7.5%) is not significantly lower than 14/80 (p=0.019)
+    amplifier = evidence(spread(6, 80), spread(6, 80))
+    assert judge(amplifier) is None
+    # ...but two red herrings at bad's rate make the reference three waves strong.
+    herrings = (evidence(spread(14, 80)), evidence(spread(15, 80)))
+    assert judge(amplifier, *herrings) is KnobClass.AMPLIFIER
+    classes, pooled = classify_knockouts(
+        BAD, {"x": amplifier, "a": herrings[0], "b": herrings[1]}, SETTINGS, alpha=ALPHA_EACH
+    )
+    assert classes == {"x": "amplifier", "a": "irrelevant", "b": "irrelevant"}
+    assert (pooled.corrupted, pooled.sessions) == (43, 240)  # bad + the two red herrings
 
 
 def test_errored_sessions_are_not_counted():
@@ -76,7 +94,8 @@ def test_errored_sessions_are_not_counted():
     ("outcomes", "strict", "expected"),
     [
         (spread(13, 80), False, True),  # same failure
-        (spread(13, 80), True, True),  # and shown to be high
+        (spread(14, 80) * 3, True, True),  # and shown to be high (99% bound, 240 sessions)
+        (spread(13, 80), True, None),  # one wave cannot show it at 99%
         (spread(1, 80), False, False),  # significantly lower
         (CLEAN * 80, False, False),  # CLEAN
         (spread(8, 80), False, True),  # not significantly lower (p = 0.13) is enough...
