@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from repro import cli_options as o
 from repro.errors import ReproError, UsageError
@@ -33,7 +34,8 @@ def exit_on_error() -> Iterator[None]:
     try:
         yield
     except ReproError as exc:
-        errors.print(f"[red]error:[/] {exc}", markup=True, soft_wrap=True)
+        # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
+        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
 
 

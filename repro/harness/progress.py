@@ -9,6 +9,7 @@ from types import TracebackType
 import anyio
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from repro.harness.loadgen import LiveCounts
@@ -47,7 +48,7 @@ class Progress(AbstractContextManager["Progress"]):
 
     def status(self, text: str) -> None:
         """A phase change (starting engines, running load), shown once."""
-        self.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}")
+        self.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}")
 
     async def watch(self, counts: LiveCounts) -> None:
         self.counts = counts

@@ -98,10 +98,16 @@ def _search(symbol: str, why: str, salt: int) -> PlannedTurn:
     )
 
 
-def _after_search(result: str) -> PlannedTurn:
+def _run_tests(test: str, why: str) -> PlannedTurn:
+    return PlannedTurn(why, "", (PlannedCall("run_tests", {"target": test, "max_failures": 1}),))
+
+
+def _after_search(result: str, test: str) -> PlannedTurn:
     hits = list(dict.fromkeys((m.group(1), int(m.group(2))) for m in _SEARCH_HIT.finditer(result)))
     if not hits:
-        return PlannedTurn("The search found nothing useful; I'll look at the test output again.")
+        return _run_tests(
+            test, "The search found nothing useful; I'll look at the test output again."
+        )
     first = hits[_pick(result, len(hits))]
     picks = [first]
     others = [h for h in hits if h[0] != first[0]]
@@ -118,10 +124,8 @@ def _after_search(result: str) -> PlannedTurn:
 def _after_read(result: str, test: str) -> PlannedTurn:
     path, lines = _read_lines(result)
     if not lines:
-        return PlannedTurn(
-            "That read returned no code; I'll run the test to see where it fails.",
-            "",
-            (PlannedCall("run_tests", {"target": test}),),
+        return _run_tests(
+            test, "That read returned no code; I'll run the test to see where it fails."
         )
     cited = [m for _, text in lines if (m := _IMPORT.search(text))]
     if cited and _pick(result, 4, 3) == 0:
@@ -172,16 +176,12 @@ def agent_script(messages: Sequence[Message], tools: Sequence[Message]) -> Plann
     test, _, symbol = _task(messages)
     results, failed = _latest_results(messages)
     if failed:
-        return PlannedTurn(
-            f"That call failed. I'll run {test} to see where things stand.",
-            "",
-            (PlannedCall("run_tests", {"target": test, "max_failures": 1}),),
-        )
+        return _run_tests(test, f"That call failed. I'll run {test} to see where things stand.")
     if not results:
         return _search(symbol, f"The failing test is {test}.", 0)
     latest = results[0]
     if latest.startswith(texts.HEAD_SEARCH):
-        return _after_search(latest)
+        return _after_search(latest, test)
     if latest.startswith((texts.HEAD_READ,)):
         return _after_read(latest, test)
     if latest.startswith(texts.HEAD_EDIT):

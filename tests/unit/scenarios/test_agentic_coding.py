@@ -23,7 +23,9 @@ def tokens(messages: list[dict]) -> int:
     return (len(orjson.dumps(messages)) + len(orjson.dumps(TOOLS))) // 4
 
 
-def converse(session_id: int, seed: int = 0, context_max: int = 80_000) -> tuple[list[dict], list[list]]:
+def converse(
+    session_id: int, seed: int = 0, context_max: int = 80_000
+) -> tuple[list[dict], list[list]]:
     """Play one session to its end; returns the transcript and the oracle's defects per turn."""
     session = SCENARIO.session(session_id, seed, context_max)
     script = script_for(TOOLS)
@@ -49,7 +51,12 @@ def test_sessions_grow_to_the_ceiling_with_no_semantic_defect(session_id: int) -
     assert all(not d for d in defects)
     assert 60_000 <= tokens(messages) <= 80_000 + 3_000
     assert 18 <= len(defects) <= 40
-    names = {c["function"]["name"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    names = {
+        c["function"]["name"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls", [])
+    }
     assert names == {"search_code", "read_file", "edit_file", "run_tests"}
 
 
@@ -98,10 +105,18 @@ def test_oracle_flags_old_text_seen_in_another_file() -> None:
     messages += session.respond(reads, [f"r{i}" for i in range(len(reads))], 4000, 80)
     paths = list(session.shown.lines)
     line = next(iter(session.shown.lines[paths[0]] - {""}))
-    elsewhere = next(p for p in session.world.paths if p != paths[0] and line not in session.shown.lines.get(p, ()))
-    edit = ToolCall("edit_file", json.dumps({"path": elsewhere, "old_text": "    " + line, "new_text": "x"}))
+    elsewhere = next(
+        p
+        for p in session.world.paths
+        if p != paths[0] and line not in session.shown.lines.get(p, ())
+    )
+    edit = ToolCall(
+        "edit_file", json.dumps({"path": elsewhere, "old_text": "    " + line, "new_text": "x"})
+    )
     (defect,) = session.semantic_defects([edit])
-    assert "was never shown in" in defect.message and f"it was shown in {paths[0]}" in defect.message
+    assert (
+        "was never shown in" in defect.message and f"it was shown in {paths[0]}" in defect.message
+    )
     good = ToolCall("edit_file", json.dumps({"path": paths[0], "old_text": line, "new_text": "x"}))
     assert session.semantic_defects([good]) == []
 
@@ -112,5 +127,26 @@ def test_unknown_clients_get_the_generic_script() -> None:
         "required": ["city", "days"]}}}]  # fmt: skip
     assert script_for(tools) is generic_script
     turn = generic_script([{"role": "user", "content": "weather?"}], tools)
-    assert [(c.name, c.arguments) for c in turn.calls] == [("get_weather", {"city": "example", "days": 1})]
+    assert [(c.name, c.arguments) for c in turn.calls] == [
+        ("get_weather", {"city": "example", "days": 1})
+    ]
     assert generic_script([{"role": "tool", "content": "sunny"}], tools).calls == ()
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        'search_code: 0 matches for "x"',
+        "read_file: src/a.py lines 1-0 of 10",
+        "edit_file: src/a.py: replaced 1 occurrence at line 3\ncontext after the edit:",
+        "run_tests: t: FAILED (1 failed, 0 passed)\nE   ValueError",
+        "garbage \uff5cDSML\uff5c result",
+    ],
+)
+def test_the_script_always_acts_or_answers(result: str) -> None:
+    """Whatever a tool returned, the next turn has a call or content: never an empty turn."""
+    session = SCENARIO.session(0, 0, 80_000)
+    messages = [*session.opening(), {"role": "assistant", "content": "", "tool_calls": []}]
+    messages.append({"role": "tool", "tool_call_id": "a", "content": result})
+    turn = script_for(TOOLS)(messages, TOOLS)
+    assert turn.calls or turn.content
