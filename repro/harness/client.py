@@ -70,6 +70,19 @@ class StreamProgress:
             self.outcome, self.error = outcome, error
 
 
+def _is_broken_event_stream(response: httpx.Response, body: bytes) -> bool:
+    """An error answered as SSE whose events are not JSON (e.g. cut at a stale length)."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return False
+    for line in body.splitlines():
+        if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+            try:
+                orjson.loads(line[5:])
+            except orjson.JSONDecodeError:
+                return True
+    return False
+
+
 class ChatClient:
     """A single AsyncClient shared by every session, with a connection per session."""
 
@@ -140,10 +153,15 @@ class ChatClient:
         async with self._http.stream("POST", CHAT_PATH, content=body, headers=headers) as response:
             progress.http_status = response.status_code
             if response.status_code != 200:
-                text = (await response.aread())[:ERROR_BODY_BYTES].decode("utf-8", "replace")
-                progress.fail(
-                    TurnOutcome.HTTP_ERROR, f"HTTP {response.status_code}: {text.strip()}"
-                )
+                body = await response.aread()
+                text = body[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
+                outcome = TurnOutcome.HTTP_ERROR
+                if _is_broken_event_stream(response, body):
+                    # sglang-router 0.3.2 sends a streamed decode 500 as a cut-off, non-JSON
+                    # event: the transport mangled it; the engine's words never arrived.
+                    outcome = TurnOutcome.TRANSPORT_ERROR
+                    text = f"malformed event stream (cut off): {text}"
+                progress.fail(outcome, f"HTTP {response.status_code}: {text}")
                 return
             async for line in response.aiter_lines():
                 if not line.startswith("data:"):

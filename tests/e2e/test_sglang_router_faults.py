@@ -161,19 +161,17 @@ async def test_a_decode_that_dies_mid_stream_is_a_transport_error(router_in_fron
 
 
 @pytest.mark.anyio
-async def test_a_streamed_decode_500_cut_off_by_the_router_is_an_http_error(
+async def test_a_streamed_decode_500_cut_off_by_the_router_is_a_transport_error(
     router_in_front,
 ) -> None:
     url, fault = router_in_front
     fault["mode"] = "http_500"
     progress = await one_turn(url)
     # The router's bug: status 500, an SSE content type, and the decode's JSON error wrapped
-    # in a Python-repr `data:` line cut at the upstream length. The status decides: an error
-    # outcome with the evidence kept, and no content for a checker to misread.
+    # in a Python-repr `data:` line cut at the upstream length. The transport mangled it: a
+    # transport error with the evidence kept, and no content for a checker to misread.
     assert progress.http_status == 500
-    assert progress.outcome is TurnOutcome.HTTP_ERROR, progress.error
-    assert (
-        progress.error.startswith("HTTP 500: data: {'error': ")
-        and "decode blew up" in progress.error
-    )
+    assert progress.outcome is TurnOutcome.TRANSPORT_ERROR, progress.error
+    assert progress.error.startswith("HTTP 500: malformed event stream (cut off): data: {'error': ")
+    assert "decode blew up" in progress.error
     assert progress.content == [] and progress.calls == {}

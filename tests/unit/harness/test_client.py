@@ -21,19 +21,43 @@ def sse(*events: dict | str) -> bytes:
 
 
 def chunk(**delta) -> dict:
-    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
 
 
 GOOD = sse(
     chunk(role="assistant", reasoning_content="Let me "),
     chunk(reasoning_content="look."),
     chunk(content="Reading."),
-    chunk(tool_calls=[{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": ""}}]),
+    chunk(
+        tool_calls=[
+            {
+                "index": 0,
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": ""},
+            }
+        ]
+    ),
     chunk(tool_calls=[{"index": 0, "function": {"arguments": '{"path": "a.py",'}}]),
     chunk(tool_calls=[{"index": 0, "function": {"arguments": ' "start_line": 3}'}}]),
-    chunk(tool_calls=[{"index": 1, "id": "call_b", "type": "function", "function": {"name": "run_tests", "arguments": '{"target": "t"}'}}]),
+    chunk(
+        tool_calls=[
+            {
+                "index": 1,
+                "id": "call_b",
+                "type": "function",
+                "function": {"name": "run_tests", "arguments": '{"target": "t"}'},
+            }
+        ]
+    ),
     {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-    {"choices": [], "usage": {"prompt_tokens": 1200, "completion_tokens": 42, "total_tokens": 1242}},
+    {
+        "choices": [],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 42, "total_tokens": 1242},
+    },
     "[DONE]",
 )
 
@@ -44,10 +68,14 @@ async def call(body: bytes | AsyncIterator[bytes], status: int = 200, **kwargs) 
         return httpx.Response(status, content=body, headers={"content-type": "text/event-stream"})
 
     clock = RunClock()
-    client = ChatClient("http://engine", 4, clock, read_timeout_s=5, transport=httpx.MockTransport(handler))
+    client = ChatClient(
+        "http://engine", 4, clock, read_timeout_s=5, transport=httpx.MockTransport(handler)
+    )
     progress = StreamProgress(scheduled_at_s=clock.now())
     try:
-        await client.stream_chat(b"{}", progress, deadline_s=kwargs.pop("deadline_s", 5.0), **kwargs)
+        await client.stream_chat(
+            b"{}", progress, deadline_s=kwargs.pop("deadline_s", 5.0), **kwargs
+        )
     finally:
         await client.aclose()
     return progress
@@ -66,7 +94,12 @@ async def test_a_complete_stream_is_assembled() -> None:
     assert progress.finish_reason == "tool_calls"
     assert progress.usage["prompt_tokens"] == 1200
     assert progress.chunks == 7 and len(progress.gaps_s) == 6
-    assert progress.sent_at_s <= progress.first_token_at_s <= progress.last_token_at_s <= progress.ended_at_s
+    assert (
+        progress.sent_at_s
+        <= progress.first_token_at_s
+        <= progress.last_token_at_s
+        <= progress.ended_at_s
+    )
 
 
 async def test_a_stream_cut_off_is_a_transport_error_not_a_turn() -> None:
@@ -76,7 +109,7 @@ async def test_a_stream_cut_off_is_a_transport_error_not_a_turn() -> None:
 
 
 async def test_malformed_sse_is_a_transport_error() -> None:
-    progress = await call(sse(chunk(content="a"), "{'error': {\"message\": {\"cut"))
+    progress = await call(sse(chunk(content="a"), '{\'error\': {"message": {"cut'))
     assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and "malformed SSE" in progress.error
 
 
@@ -115,3 +148,10 @@ async def test_connection_refused_is_a_transport_error() -> None:
     await client.stream_chat(b"{}", progress, deadline_s=5)
     await client.aclose()
     assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and "ConnectError" in progress.error
+
+
+async def test_an_error_status_with_a_broken_event_stream_is_a_transport_error() -> None:
+    body = b'data: {\'error\': {"message": {"code": 500, "detail": "cut'
+    progress = await call(body, status=500)
+    assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and progress.http_status == 500
+    assert "malformed event stream" in progress.error
