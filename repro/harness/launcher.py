@@ -142,12 +142,16 @@ class Deployment:
                     )
                 await anyio.sleep(HEALTH_POLL_S)
 
+    def check(self) -> None:
+        """Raise EngineError if any role has died."""
+        for role in self.roles:
+            if role.exit_code is not None:
+                raise role.death("during the run")
+
     async def watch(self) -> None:
         """Return never; raise EngineError as soon as any role dies."""
         while True:
-            for role in self.roles:
-                if role.exit_code is not None:
-                    raise role.death("during the run")
+            self.check()
             await anyio.sleep(WATCH_POLL_S)
 
     async def stop(self) -> None:

@@ -184,6 +184,10 @@ async def drive(
             if progress is not None:
                 group.start_soon(progress.watch, generator.counts)
             await generator.run()
+            if endpoint.deployment is not None:
+                # Sessions end on their first failed turn, so a dead role can end the load
+                # before the watcher's next look: look once more before calling it a run.
+                endpoint.deployment.check()
             group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         interrupted = True
