@@ -35,7 +35,7 @@ def check_command(
         # Lone surrogates (undecodable input) cannot be printed as UTF-8: show them escaped.
         print(report.encode("utf-8", "backslashreplace").decode("utf-8"))
     if not as_json and len(files) > 1:
-        print(f"{len(files)} files checked: {dirty} with defects ({defects} defects).")
+        print(f"{len(files)} files checked: {dirty} with defects ({_count(defects, 'defect')}).")
     return EXIT_CORRUPTION if dirty else EXIT_OK
 
 
@@ -78,7 +78,9 @@ def _field_text(output: AssistantOutput, field: str) -> str:
 def _human(path: Path, output: AssistantOutput, verdict: Verdict, chosen: Format) -> str:
     if verdict.clean:
         names = ", ".join(c.name for c in verdict.calls)
-        return f"{path}: clean, {len(verdict.calls)} tool calls" + (f" ({names})" if names else "")
+        return f"{path}: clean, {_count(len(verdict.calls), 'tool call')}" + (
+            f" ({names})" if names else ""
+        )
     raw = chosen.name == "dsml-v32"  # the file's text is the content: positions are the file's
     return "\n".join(
         render_defect(
@@ -89,6 +91,10 @@ def _human(path: Path, output: AssistantOutput, verdict: Verdict, chosen: Format
         )
         for d in verdict.defects
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _json_line(path: Path, verdict: Verdict) -> str:

@@ -46,6 +46,17 @@ _TRIM_CHARS = 1 << 16  # consumed text is dropped once this much has piled up
 _SEPARATOR = ">\n"
 _NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
+_CANONICAL_INVOKE = re.compile(
+    f'<{DSML}invoke name="([^"<>\n]*)">\n'
+    f'(?:\n|((?:<{DSML}parameter name="[^"<>\n]*" string="(?:true|false)">.*?</{DSML}parameter>\n)+))'
+    "\\Z",
+    re.DOTALL,
+)
+_CANONICAL_PARAM = re.compile(
+    f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">(.*?)</{DSML}parameter>\n',
+    re.DOTALL,
+)
+_OTHER_TRIGGERS = re.compile("think>|function_calls>|tool_calls>|<invoke|<parameter")
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
 
@@ -300,11 +311,62 @@ class DsmlStream:
         if stop == INVOKE_OPEN:
             self._invokes += 1
             self._invoke = _Invoke(at)
-            self._enter(_State.INVOKE_HEAD, at + len(stop))
+            close = self._next(INVOKE_END, at)
+            if close == -1 or not self._read_canonical_invoke(at, close):
+                self._enter(_State.INVOKE_HEAD, at + len(stop))
             return
         if self._invokes == 0:
             self._add(Kind.EMPTY_BLOCK, self._block_at, "the tool-call block has no invoke")
         self._enter(_State.AFTER_BLOCK, at + len(stop))
+
+    def _read_canonical_invoke(self, at: int, close: int) -> bool:
+        """Read a whole invoke in one match if it is exactly as the encoder writes it.
+
+        A shortcut, not a second grammar: it applies only where the tag-by-tag reading could
+        find no defect but the call's own (JSON, schema), and it gives the same verdict.
+        """
+        b = self._base
+        m = _CANONICAL_INVOKE.match(self._buf, at - b, close - b)
+        if m is None:
+            return False
+        span = self._buf[at - b : close - b]
+        if _OTHER_TRIGGERS.search(span) is not None:
+            return False
+        invoke = _Invoke(at)  # filled only if the whole invoke reads cleanly
+        invoke.name = m.group(1)
+        escaped = []
+        pos, end = m.span(2)
+        while pos < end:  # parameters back to back, each one `>\n` after the last
+            p = _CANONICAL_PARAM.match(self._buf, pos, end)
+            if p is None:
+                return False
+            pos = p.end()
+            key, raw = p.group(1), p.group(3)
+            if key in invoke.keys:
+                return False  # the tag-by-tag reading reports it
+            if p.group(2) == "true":
+                value: object = raw
+            else:
+                try:
+                    value = json.loads(raw, parse_constant=_reject_constant)
+                except (ValueError, RecursionError):
+                    return False
+                if "\\" in raw:
+                    escaped.append((value, raw, p.start(3) + b))
+            invoke.keys.add(key)
+            invoke.param_at[key] = p.start() + b
+            invoke.args[key] = value
+        # Every `DSML` and `<｜` must belong to a tag just read: then no value holds markup
+        # (which would need a defect) and each value really ends at its own closing tag.
+        params = len(invoke.keys)
+        if span.count("DSML") != 1 + 2 * params or span.count("<\uff5c") != 1 + params:
+            return False
+        self._invoke = invoke
+        for value, raw, lo in escaped:
+            self._scan_json_strings(value, raw, lo)
+        self._close_invoke()
+        self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
+        return True
 
     def _on_invoke_head(self, at: int, stop: str) -> None:
         found = self._close_segment(at)
@@ -612,7 +674,9 @@ class DsmlStream:
 
     def _close_segment(self, end: int) -> int:
         """Scan the segment's text up to `end`; the number of findings in the segment."""
-        if end > self._scan_pos:
+        if end - self._scan_pos == 2 and self._text(end - 2, end) == _SEPARATOR:
+            self._scan_pos = end  # the usual separator holds no trigger
+        elif end > self._scan_pos:
             self._scan(end, end)
         return self._seg_findings
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -91,7 +93,7 @@ def test_json_lines(files, capsys) -> None:
 
 def test_openai_parsed_format(files, capsys) -> None:
     assert check_command(files["tools"], [files["message"]], format="openai-parsed") == 0
-    assert "clean, 1 tool calls (get_date)" in capsys.readouterr().out
+    assert "clean, 1 tool call (get_date)" in capsys.readouterr().out
 
 
 def test_undecodable_bytes_are_a_defect_not_a_crash(files, capsys, tmp_path: Path) -> None:
@@ -131,3 +133,21 @@ def test_usage_errors_say_what_is_wrong_before_any_output(
     with pytest.raises(UsageError, match=message):
         check_command(*make(files))
     assert capsys.readouterr().out == ""
+
+
+def test_the_console_command(files) -> None:
+    """`repro check` as mounted in the CLI: the same exit codes, usage errors on stderr."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "repro", "check", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    dirty = run("--tools", str(files["tools"]), "--json", str(files["good"]), str(files["bad"]))
+    assert dirty.returncode == 1
+    assert [json.loads(line)["clean"] for line in dirty.stdout.splitlines()] == [True, False]
+    bad_format = run("--tools", str(files["tools"]), "--format", "hermes", str(files["good"]))
+    assert bad_format.returncode == 2 and "Unknown format 'hermes'" in bad_format.stderr

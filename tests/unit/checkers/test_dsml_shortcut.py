@@ -1,0 +1,45 @@
+"""The whole-invoke shortcut gives exactly the verdict of the tag-by-tag reading."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from dsml_corruptions import corrupt
+from dsml_samples import TWO_CALLS
+
+from repro.checkers.corpus import TOOLS, samples
+from repro.checkers.dsml.stream import DsmlStream, parse_dsml
+from repro.checkers.toolset import ToolSet
+
+TOOLSET = ToolSet.from_openai(TOOLS)
+CORPUS = samples(400, seed=31)
+
+
+def _texts() -> list[str]:
+    rng = random.Random(2)
+    texts = [s.text for s in CORPUS]
+    texts += [corrupt(s.text, CORPUS[-1 - i].text, rng).text for i, s in enumerate(CORPUS)]
+    texts += [corrupt(s.text, TWO_CALLS, rng).text for s in CORPUS]
+    return texts
+
+
+def test_shortcut_and_tag_by_tag_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _texts()
+    fast = [parse_dsml(t, TOOLSET) for t in texts]
+    taken = 0
+    original = DsmlStream._read_canonical_invoke
+
+    def counting(self, at, close):
+        nonlocal taken
+        done = original(self, at, close)
+        taken += done
+        return done
+
+    monkeypatch.setattr(DsmlStream, "_read_canonical_invoke", counting)
+    assert [parse_dsml(t, TOOLSET) for t in texts] == fast
+    assert taken > 500  # the shortcut really ran on most invokes
+    monkeypatch.setattr(DsmlStream, "_read_canonical_invoke", lambda self, at, close: False)
+    slow = [parse_dsml(t, TOOLSET) for t in texts]
+    for text, a, b in zip(texts, fast, slow, strict=True):
+        assert a == b, text
