@@ -123,6 +123,7 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
                 "rate_high": t.rate.high,
                 "wall_s": round(t.evidence.wall_s, 1),
                 "from_cache_sessions": t.cached_sessions,
+                "cache_key": t.digest,
             }
             for t in report.trials
         ],

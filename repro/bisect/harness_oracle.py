@@ -101,8 +101,8 @@ class HarnessOracle:
         await self.aclose()
         stack = contextlib.AsyncExitStack()
         self._starts += 1
-        logs = wave_dir.parent / f"engine-{self._starts:03d}-logs"
-        self._endpoint = await stack.enter_async_context(engine(spec, logs))
+        # The engine's logs live with the first wave that used it.
+        self._endpoint = await stack.enter_async_context(engine(spec, wave_dir / "engine-logs"))
         self._stack, self._key = stack, key
         return self._endpoint
 

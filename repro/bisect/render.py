@@ -43,11 +43,11 @@ def render_flag_report(report: FlagReport, console: Console) -> None:
     classes = Table(title="knobs that differ", title_justify="left")
     for name in ("knob", "bad → good", "class", "rate with it reverted", "Fisher p (lower)"):
         classes.add_column(name)
-    bad_rate = report.bad.rate
+    reference = report.reference
     for knob in report.differing:
         reverted = report.knockouts.get(knob)
         rate = f"{reverted.rate}" if reverted else "—"
-        p = f"{lowered_p(reverted.evidence, report.bad.evidence):.2g}" if reverted else "—"
+        p = f"{lowered_p(reverted.evidence, reference):.2g}" if reverted else "—"
         classes.add_row(
             knob,
             f"{report.bad.config[knob]} → {report.good.config[knob]}",
@@ -55,7 +55,11 @@ def render_flag_report(report: FlagReport, console: Console) -> None:
             rate,
             p,
         )
-    console.print(f"bad: {bad_rate}   good: {report.good.rate}")
+    console.print(f"bad: {report.bad.rate}   good: {report.good.rate}")
+    console.print(
+        f"reference for 'lower' (bad + knock-outs found irrelevant): {reference.rate()}",
+        soft_wrap=True,
+    )
     console.print(classes)
     console.print(trial_table(report.trials))
     for note in report.notes:

@@ -50,6 +50,16 @@ class Trial:
 Question = Callable[[Evidence], bool]
 
 
+def _fresh(wave_dir: Path) -> Path:
+    """A wave folder left by an interrupted run is kept, renamed, for its logs; never reused."""
+    if wave_dir.exists():
+        n = 1
+        while (aside := wave_dir.with_name(f"{wave_dir.name}-interrupted-{n}")).exists():
+            n += 1
+        wave_dir.rename(aside)
+    return wave_dir
+
+
 class TrialRunner:
     """Measures configurations for one campaign; remembers every trial it touched, in order."""
 
@@ -97,7 +107,7 @@ class TrialRunner:
         trial = self._record(label, config, evidence, cached, digest, known)
         while not question(evidence) and not self.at_cap(evidence):
             self._show(trial, running=True)
-            wave_dir = self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}"
+            wave_dir = _fresh(self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}")
             wave = await self.oracle.run_wave(spec, wave_dir, evidence.next_session_id)
             evidence = evidence.with_wave(wave)
             self.cache.save(key, evidence)

@@ -70,6 +70,9 @@ class FakeOracle:
         config = describe(spec.knobs)
         seen = list(dict.fromkeys(self.configs_run()))
         if config not in seen and len(seen) + 1 == self.crash_on_config:
+            # Killed mid-wave: the harness had started writing the wave's run folder.
+            wave_dir.mkdir(parents=True)
+            (wave_dir / "spec.json").write_text("{}")
             raise Crash("killed")
         self.waves.append((config, first_session_id, spec.sessions))
         rate = self.rate(spec.knobs)

@@ -152,6 +152,8 @@ def test_rerun_after_a_crash_repeats_no_decided_trial(tmp_path):
     assert report.sessions == fresh.sessions  # the same evidence, paid for once
     first_three = report.trials[:3]
     assert all(t.cached_sessions == t.sessions_run and t.new_sessions == 0 for t in first_three)
+    # The half-written wave folder was kept aside, not reused.
+    assert len(list((tmp_path / "bisect" / "trials").glob("*/wave-001-interrupted-1"))) == 1
     # A third run is all cache: not one session.
     again = FakeOracle(seed=0)
     bisect_flags(campaign(tmp_path), oracle=again)

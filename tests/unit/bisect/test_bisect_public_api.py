@@ -1,0 +1,29 @@
+"""The names other parts may import from repro.bisect, pinned."""
+
+from __future__ import annotations
+
+import repro.bisect
+from repro.bisect.commands import app
+
+
+def test_public_surface_is_pinned():
+    assert sorted(repro.bisect.__all__) == [
+        "Decision",
+        "FlagCampaign",
+        "FlagReport",
+        "KnobClass",
+        "MatrixCampaign",
+        "MatrixReport",
+        "SprtResult",
+        "SprtSettings",
+        "bisect_flags",
+        "bisect_matrix",
+        "flag_report_json",
+        "run_sprt",
+    ]
+    assert all(hasattr(repro.bisect, name) for name in repro.bisect.__all__)
+
+
+def test_the_app_to_mount_has_flags_and_matrix():
+    names = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+    assert names == ["flags", "matrix"]
