@@ -1,22 +1,24 @@
 """The `repro` command line. Thin on purpose: parse options, build a RunSpec, call one part.
 
 Heavy imports (pandas, pyarrow, scipy, the harness) happen inside commands so `--help` is fast.
+The options `run`, `gate`, `preflight` and `bisect` share are declared once, in cli_options.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from repro import cli_options as o
-from repro.errors import ReproError, UsageError
+from repro.cli_options import console, errors, exit_on_error
+from repro.errors import UsageError
+
+if TYPE_CHECKING:
+    from repro.results.summary import RunSummary
+    from repro.spec import RunSpec
 
 app = typer.Typer(
     help="Reproduce and bisect tool-call corruption in LLM serving under concurrency.",
@@ -24,22 +26,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+
+DryRun = Annotated[
+    bool,
+    typer.Option("--dry-run", help="print each role's exact argv and environment; start nothing"),
+]
+MaxCorruption = Annotated[
+    str,
+    typer.Option(
+        "--max-corruption", help="corrupted turns allowed: a count (0, 3) or a percent (0.5%)"
+    ),
+]
+Junit = Annotated[Path | None, typer.Option("--junit", help="also write JUnit XML here")]
 
 
-@contextlib.contextmanager
-def exit_on_error() -> Iterator[None]:
-    """A ReproError becomes its one sentence on stderr and its exit code; anything else is a bug."""
-    try:
-        yield
-    except ReproError as exc:
-        # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
-        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
-
-
-def _run(spec, out: Path | None):
+def _run(spec: RunSpec, out: Path | None) -> RunSummary:
     from repro.harness.progress import Progress
     from repro.harness.run import Interrupted, run
     from repro.results.report import render_summary
@@ -59,138 +60,59 @@ def _run(spec, out: Path | None):
 
 
 @app.command()
-def run(
-    sessions: o.Sessions = o.default("sessions"),
-    concurrency: o.Concurrency = None,
-    topology: o.Topology = None,
-    hicache: o.HiCache = None,
-    index_k: o.IndexK = None,
-    topk_v2: o.TopkV2 = None,
-    custom_kernels: o.CustomKernels = None,
-    cuda_graph: o.CudaGraph = None,
-    router: o.Router = None,
-    knob: o.Knob = None,
-    scenario: o.Scenario = o.default("scenario"),
-    seed: o.Seed = o.default("seed"),
-    context_max: o.ContextMax = o.default("context_max_tokens"),
-    max_turns: o.MaxTurns = o.default("max_turns"),
-    ramp_up: o.RampUp = o.default("ramp_up_s"),
-    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
-    stall_after: o.StallAfter = o.default("stall_after_s"),
-    abort_rate: o.AbortRate = o.default("abort_rate"),
-    out: o.Out = None,
-    url: o.Url = None,
-    backend: o.Backend = o.default("backend"),
-    profile: o.ProfileOpt = None,
-    model_path: o.ModelPath = None,
-    settings: o.Settings = None,
-    server_python: o.ServerPython = None,
-    server_args: o.ServerArgs = None,
-    port: o.Port = None,
-    health_timeout: o.HealthTimeout = None,
-    model: o.Model = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="print each role's exact argv and environment; start nothing"
-        ),
-    ] = False,
-) -> None:
+@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> None:
     """Launch the engine in one configuration, drive agent sessions, and score corruption."""
     with exit_on_error():
-        spec = o.build_spec(**_spec_fields(locals(), exclude=("dry_run",)))
-        if dry_run:
-            from repro.harness.dry_run import render_plan
-            from repro.harness.run import resolve
-
-            plan = resolve(spec).plan
-            if plan is None:
-                raise UsageError(
-                    "--dry-run has nothing to show with --url: repro launches nothing then."
-                )
-            print(render_plan(plan), end="")
+        spec = o.build_spec(**options)
+        if not dry_run:
+            _run(spec, out)
             return
-        _run(spec, out)
+        from repro.harness.dry_run import render_plan
+        from repro.harness.run import resolve
+
+        plan = resolve(spec).plan
+        if plan is None:
+            raise UsageError(
+                "--dry-run has nothing to show with --url: repro launches nothing then."
+            )
+        print(render_plan(plan), end="")
 
 
 @app.command()
+@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def gate(
-    max_corruption: Annotated[
-        str,
-        typer.Option(
-            "--max-corruption", help="corrupted turns allowed: a count (0, 3) or a percent (0.5%)"
-        ),
-    ] = "0",
-    junit: Annotated[Path | None, typer.Option("--junit", help="also write JUnit XML here")] = None,
-    sessions: o.Sessions = o.default("sessions"),
-    concurrency: o.Concurrency = None,
-    topology: o.Topology = None,
-    hicache: o.HiCache = None,
-    index_k: o.IndexK = None,
-    topk_v2: o.TopkV2 = None,
-    custom_kernels: o.CustomKernels = None,
-    cuda_graph: o.CudaGraph = None,
-    router: o.Router = None,
-    knob: o.Knob = None,
-    scenario: o.Scenario = o.default("scenario"),
-    seed: o.Seed = o.default("seed"),
-    context_max: o.ContextMax = o.default("context_max_tokens"),
-    max_turns: o.MaxTurns = o.default("max_turns"),
-    ramp_up: o.RampUp = o.default("ramp_up_s"),
-    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
-    stall_after: o.StallAfter = o.default("stall_after_s"),
-    abort_rate: o.AbortRate = o.default("abort_rate"),
+    options: dict[str, Any],
+    max_corruption: MaxCorruption = "0",
+    junit: Junit = None,
     out: o.Out = None,
-    url: o.Url = None,
-    backend: o.Backend = o.default("backend"),
-    profile: o.ProfileOpt = None,
-    model_path: o.ModelPath = None,
-    settings: o.Settings = None,
-    server_python: o.ServerPython = None,
-    server_args: o.ServerArgs = None,
-    port: o.Port = None,
-    health_timeout: o.HealthTimeout = None,
-    model: o.Model = None,
 ) -> None:
     """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 on an engine error."""
     from repro.results.gate import Threshold, decide, gate_records, write_junit
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
-        spec = o.build_spec(**_spec_fields(locals(), exclude=("max_corruption", "junit")))
-        summary = _run(spec, out)
+        summary = _run(o.build_spec(**options), out)
         verdict = decide(summary, threshold)
         if junit is not None:
             write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
-        (console if verdict.exit_code == 0 else errors).print(verdict.message)
+        (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
         raise typer.Exit(verdict.exit_code)
 
 
 @app.command()
-def preflight(
-    topology: o.Topology = None,
-    hicache: o.HiCache = None,
-    index_k: o.IndexK = None,
-    topk_v2: o.TopkV2 = None,
-    custom_kernels: o.CustomKernels = None,
-    cuda_graph: o.CudaGraph = None,
-    router: o.Router = None,
-    knob: o.Knob = None,
-    backend: o.Backend = o.default("backend"),
-    profile: o.ProfileOpt = None,
-    model_path: o.ModelPath = None,
-    settings: o.Settings = None,
-    server_python: o.ServerPython = None,
-    server_args: o.ServerArgs = None,
-    port: o.Port = None,
-) -> None:
+@o.with_options(o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+def preflight(options: dict[str, Any]) -> None:
     """Check every role's argv with the engine's own parser (SGLang: abbreviations off); start nothing."""
     from repro.harness.preflight import preflight as check
     from repro.harness.run import resolve
 
     with exit_on_error():
-        resolved = resolve(o.build_spec(**_spec_fields(locals())))
-        assert resolved.plan is not None
+        resolved = resolve(o.build_spec(**options))
+        if resolved.plan is None:
+            raise UsageError(
+                "preflight checks what repro would launch; with --url it launches nothing."
+            )
         print(check(resolved.plan, resolved.profile).summary())
 
 
@@ -212,18 +134,6 @@ def check(
 
     with exit_on_error():
         raise typer.Exit(check_command(tools, files, format, as_json))
-
-
-def _spec_fields(options: dict, exclude: tuple[str, ...] = ()) -> dict:
-    """Command parameters to build_spec keywords (option names -> RunSpec field names)."""
-    renames = {
-        "ramp_up": "ramp_up_s",
-        "turn_timeout": "turn_timeout_s",
-        "stall_after": "stall_after_s",
-    }
-    renames |= {"health_timeout": "health_timeout_s"}
-    skip = {"out", *exclude}
-    return {renames.get(k, k): v for k, v in options.items() if k not in skip}
 
 
 def _mount_bisect() -> None:

@@ -1,4 +1,4 @@
-"""The options `run`, `gate`, `preflight` and `bisect` share, and how they become a RunSpec.
+"""What the commands share: their options, how those become a RunSpec, and error reporting.
 
 Help texts and defaults are read from RunSpec's fields, so `--help`, spec.json and the code
 cannot disagree. Knob options default to None: the profile (or the story) decides.
@@ -6,13 +6,20 @@ cannot disagree. Knob options default to None: the profile (or the story) decide
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import shlex
+import typing
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
-from repro.errors import UsageError
+from repro.errors import ReproError, UsageError
 from repro.knobs import STORY_DEFAULTS, parse_assignments
 from repro.spec import RunSpec
 
@@ -152,3 +159,92 @@ def build_spec(
     return RunSpec.build(
         knobs=knobs, settings=chosen, server_args=extra, context_max_tokens=context_max, **fields
     )
+
+
+# Option groups: keyword (as build_spec takes it) -> (annotated type, default).
+LOAD = {
+    "sessions": (Sessions, default("sessions")),
+    "concurrency": (Concurrency, None),
+    "scenario": (Scenario, default("scenario")),
+    "seed": (Seed, default("seed")),
+    "context_max": (ContextMax, default("context_max_tokens")),
+    "max_turns": (MaxTurns, default("max_turns")),
+    "ramp_up_s": (RampUp, default("ramp_up_s")),
+    "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
+    "stall_after_s": (StallAfter, default("stall_after_s")),
+    "abort_rate": (AbortRate, default("abort_rate")),
+}
+KNOB_OPTIONS = {
+    "topology": (Topology, None),
+    "hicache": (HiCache, None),
+    "index_k": (IndexK, None),
+    "topk_v2": (TopkV2, None),
+    "custom_kernels": (CustomKernels, None),
+    "cuda_graph": (CudaGraph, None),
+    "router": (Router, None),
+    "knob": (Knob, None),
+}
+ENGINE_OPTIONS = {
+    "url": (Url, None),
+    "backend": (Backend, default("backend")),
+    "profile": (ProfileOpt, None),
+    "model_path": (ModelPath, None),
+    "settings": (Settings, None),
+    "server_python": (ServerPython, None),
+    "server_args": (ServerArgs, None),
+    "port": (Port, None),
+    "health_timeout_s": (HealthTimeout, None),
+    "model": (Model, None),
+}
+
+
+def with_options(
+    *groups: dict[str, tuple[Any, Any]],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a typer command the shared options, declared once here.
+
+    The command declares its own options as usual plus one parameter `options`, which
+    receives the shared ones as a dict ready for `build_spec(**options)`. A shared option
+    the command declares itself (e.g. a different --sessions help) is left to the command.
+    """
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = [
+            p.replace(
+                kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation)
+            )
+            for p in inspect.signature(func).parameters.values()
+            if p.name != "options"
+        ]
+        names = {p.name for p in own}
+        shared = {k: v for group in groups for k, v in group.items() if k not in names}
+        params = own + [
+            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+            for k, (a, d) in shared.items()
+        ]
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            return func(options={k: kwargs.pop(k) for k in shared}, **kwargs)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return decorate
+
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def exit_on_error() -> Iterator[None]:
+    """A ReproError becomes its one sentence on stderr and its exit code; anything else is a bug."""
+    try:
+        yield
+    except ReproError as exc:
+        # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
+        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
