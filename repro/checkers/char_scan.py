@@ -15,20 +15,14 @@ MATCH_MAX_CHARS = 4
 
 # Bytes 0x80-0xBF as Latin-1 shows them, plus cp1252's printable characters for 0x80-0x9F.
 _CONT = "\u0080-\u00bf€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ"
-CHAR_DEFECT = re.compile(
-    f"(?P<mojibake>[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}})"
-    "|(?P<replacement>\ufffd)"
-    "|(?P<invalid>[\x00\u0080-\u009f\ud800-\udfff])"
+# A lead byte and as many continuation bytes as it announces (two to four characters).
+MOJIBAKE = re.compile(
+    f"[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}}"
 )
-
-# Every character a defect can start with, as one class: a fast first pass over clean text.
-SUSPECT = re.compile("[\x00\u0080-\u00ff\ufffd\ud800-\udfff]")
-
-KIND_OF_GROUP = {
-    "mojibake": Kind.MOJIBAKE,
-    "replacement": Kind.REPLACEMENT_CHAR,
-    "invalid": Kind.INVALID_CHAR,
-}
+# Fast first pass: an alternation is slow to search, so MOJIBAKE runs only at these.
+MOJIBAKE_START = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
+INVALID = re.compile("[\x00\u0080-\u009f\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 
 
 def describe(kind: Kind, text: str) -> str:

@@ -24,6 +24,7 @@ TRIGGERS = ("DSML", f"<{BAR}", "think>", "function_calls>", "tool_calls>", "<inv
 # One pass that says whether a region holds any trigger at all (the usual answer: no).
 ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in TRIGGERS))
 _LONGEST_TRIGGER = max(map(len, TRIGGERS))
+_SHORT_CHARS = 256
 _SPECIAL_TOKEN = re.compile(f"<{BAR}([^{BAR}<>\n]{{1,48}}){BAR}>")
 _TAG_NAME = re.compile(r"[A-Za-z_]{0,32}")
 _INVOKE_ATTR = re.compile(r'<invoke\s+name="')
@@ -69,10 +70,12 @@ def snippet(text: str, limit: int = 40) -> str:
 
 def find_triggers(text: str, lo: int, hi: int, seg_hi: int) -> list[tuple[int, str]]:
     """Trigger strings that start in [lo, hi) and end by `seg_hi`, in text order."""
-    first = ANY_TRIGGER.search(text, lo, min(hi + _LONGEST_TRIGGER - 1, seg_hi))
-    if first is None or first.start() >= hi:
-        return []
-    lo = first.start()
+    if hi - lo < _SHORT_CHARS:  # one regex call beats seven on short text; str.find is
+        # about twenty times faster than the regex per character on long text
+        first = ANY_TRIGGER.search(text, lo, min(hi + _LONGEST_TRIGGER - 1, seg_hi))
+        if first is None or first.start() >= hi:
+            return []
+        lo = first.start()
     hits = []
     for trigger in TRIGGERS:
         stop = min(hi + len(trigger) - 1, seg_hi)

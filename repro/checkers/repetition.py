@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PROBE_STRIDE_CHARS = 64
+PROBE_STRIDE_CHARS = 128
 PROBE_CHARS = 32
 MAX_PERIOD_CHARS = 512
 MIN_REPEATS = 8
 MIN_RUN_CHARS = 512
 BACK_LIMIT_CHARS = 1024  # how far back a found run's start is traced
 _CANDIDATES = 4  # recurrences of a probe tried as the period
-_QUICK_CHARS = 128  # compared first, so most false candidates cost one short slice
 LOOKAHEAD_CHARS = max(MIN_RUN_CHARS, MIN_REPEATS * MAX_PERIOD_CHARS) + PROBE_CHARS
 
 
@@ -61,9 +60,13 @@ class RepetitionProbe:
                 return None
             period = j - k
             span = max(MIN_RUN_CHARS, MIN_REPEATS * period)
+            far, mid = k + span - period - 1, k + (span - period) // 2
             if (
                 i + span <= end
-                and buf.startswith(buf[k : k + _QUICK_CHARS], j)
+                # Two single characters first: most recurrences of a probe in ordinary text
+                # are not runs, and this rejects them without copying anything.
+                and buf[far] == buf[far + period]
+                and buf[mid] == buf[mid + period]
                 and buf.startswith(buf[k : k + span - period], j)
             ):
                 return _trace_back(buf, base, i, period, span)

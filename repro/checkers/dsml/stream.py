@@ -46,17 +46,11 @@ _TRIM_CHARS = 1 << 16  # consumed text is dropped once this much has piled up
 _SEPARATOR = ">\n"
 _NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
-_CANONICAL_INVOKE = re.compile(
-    f'<{DSML}invoke name="([^"<>\n]*)">\n'
-    f'(?:\n|((?:<{DSML}parameter name="[^"<>\n]*" string="(?:true|false)">.*?</{DSML}parameter>\n)+))'
-    "\\Z",
-    re.DOTALL,
-)
-_CANONICAL_PARAM = re.compile(
-    f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">(.*?)</{DSML}parameter>\n',
-    re.DOTALL,
-)
-_OTHER_TRIGGERS = re.compile("think>|function_calls>|tool_calls>|<invoke|<parameter")
+# The encoder's exact shapes, for the whole-invoke shortcut.
+_CANONICAL_HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
+_CANONICAL_PARAM = re.compile(f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">')
+_PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
+_OTHER_TRIGGERS = ("think>", "function_calls>", "tool_calls>", "<invoke", "<parameter")
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
 
@@ -320,31 +314,37 @@ class DsmlStream:
         self._enter(_State.AFTER_BLOCK, at + len(stop))
 
     def _read_canonical_invoke(self, at: int, close: int) -> bool:
-        """Read a whole invoke in one match if it is exactly as the encoder writes it.
+        """Read a whole invoke at once if it is exactly as the encoder writes it.
 
         A shortcut, not a second grammar: it applies only where the tag-by-tag reading could
         find no defect but the call's own (JSON, schema), and it gives the same verdict.
         """
-        b = self._base
-        m = _CANONICAL_INVOKE.match(self._buf, at - b, close - b)
-        if m is None:
+        b, buf = self._base, self._buf
+        lo, hi = at - b, close - b
+        head = _CANONICAL_HEAD.match(buf, lo, hi)
+        if head is None:
             return False
-        span = self._buf[at - b : close - b]
-        if _OTHER_TRIGGERS.search(span) is not None:
+        span = buf[lo:hi]
+        if any(t in span for t in _OTHER_TRIGGERS):
             return False
         invoke = _Invoke(at)  # filled only if the whole invoke reads cleanly
-        invoke.name = m.group(1)
+        invoke.name = head.group(1)
         escaped = []
-        pos, end = m.span(2)
-        while pos < end:  # parameters back to back, each one `>\n` after the last
-            p = _CANONICAL_PARAM.match(self._buf, pos, end)
-            if p is None:
+        pos = head.end()
+        if hi - pos == 1 and buf[pos] == "\n":
+            pos = hi  # the zero-argument form: a blank line
+        while pos < hi:  # parameters back to back, each one `>\n` after the last
+            param = _CANONICAL_PARAM.match(buf, pos, hi)
+            if param is None:
                 return False
-            pos = p.end()
-            key, raw = p.group(1), p.group(3)
+            value_end = buf.find(_PARAM_CLOSE_LINE, param.end(), hi)
+            if value_end == -1:
+                return False
+            key, raw = param.group(1), buf[param.end() : value_end]
+            pos = value_end + len(_PARAM_CLOSE_LINE)
             if key in invoke.keys:
                 return False  # the tag-by-tag reading reports it
-            if p.group(2) == "true":
+            if param.group(2) == "true":
                 value: object = raw
             else:
                 try:
@@ -352,9 +352,9 @@ class DsmlStream:
                 except (ValueError, RecursionError):
                     return False
                 if "\\" in raw:
-                    escaped.append((value, raw, p.start(3) + b))
+                    escaped.append((value, raw, param.end() + b))
             invoke.keys.add(key)
-            invoke.param_at[key] = p.start() + b
+            invoke.param_at[key] = param.start() + b
             invoke.args[key] = value
         # Every `DSML` and `<｜` must belong to a tag just read: then no value holds markup
         # (which would need a defect) and each value really ends at its own closing tag.
@@ -362,8 +362,8 @@ class DsmlStream:
         if span.count("DSML") != 1 + 2 * params or span.count("<\uff5c") != 1 + params:
             return False
         self._invoke = invoke
-        for value, raw, lo in escaped:
-            self._scan_json_strings(value, raw, lo)
+        for value, raw, value_at in escaped:
+            self._scan_json_strings(value, raw, value_at)
         self._close_invoke()
         self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
         return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from repro.checkers.free_text import check_free_text
@@ -128,7 +130,9 @@ def test_repetition_thresholds() -> None:
     assert [k for k, _, _ in watch("=" * (MIN_RUN_CHARS + PROBE_STRIDE_CHARS))] == [
         "runaway_repetition"
     ]
-    sentence = "x" * 300 + "."  # a 301-character unit needs 8 copies, not 512 characters
+    # A 301-character unit needs 8 copies, not 512 characters.
+    rng = random.Random(0)
+    sentence = "".join(rng.choice("abcdefghij klmnop") for _ in range(300)) + "."
     assert watch(sentence * 4) == []
     assert [k for k, _, _ in watch(sentence * 10)] == ["runaway_repetition"]
 
@@ -152,3 +156,21 @@ def test_free_text_check_combines_markup_and_text_defects() -> None:
         ("markup_in_reasoning", "reasoning"),
         ("mojibake", "reasoning"),
     ]
+
+
+def test_a_c1_character_inside_mojibake_is_part_of_it() -> None:
+    assert [k for k, _, _ in watch("caf\u00c3\u0083 ok")] == ["mojibake"]  # Latin-1 reading
+    assert [k for k, _, _ in watch("caf\u00c3\u0083 ok \u0085")] == ["mojibake", "invalid_char"]
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 5, 8])
+def test_character_scan_in_pieces_matches_whole(step: int) -> None:
+    text = "".join(f"ok{i} Ã\u0083 x\u0085y â€™ \ufffd é · " for i in range(30)) + "end Ã"
+    whole = watch(text)
+    pieces = TextWatch()
+    for end in range(step, len(text), step):
+        pieces.advance(text[:end], 0, final=False)
+    pieces.advance(text, 0, final=True)
+    assert [(str(d.kind), d.offset, d.message) for d in pieces.defects("content")] == whole
+    assert [k for k, _, _ in whole] == ["mojibake", "invalid_char", "replacement_char"]
+    assert "(59 more in content)" in whole[0][2]  # Ã\u0083 and â€™, thirty times each
