@@ -21,6 +21,8 @@ MOJIBAKE = re.compile(
 )
 # Fast first pass: an alternation is slow to search, so MOJIBAKE runs only at these.
 MOJIBAKE_START = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
+# Any character a defect starts with, as one class: one fast pass over clean text.
+SUSPECT = re.compile("[\x00\u0080-\u00ff\ud800-\udfff\ufffd]")
 INVALID = re.compile("[\x00\u0080-\u009f\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 

@@ -9,7 +9,6 @@ zero-argument ones included; prose before the block and the final EOS come and g
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -257,8 +256,3 @@ def generate(rng: random.Random) -> Sample:
 def samples(count: int, seed: int = 0) -> list[Sample]:
     rng = random.Random(seed)
     return [generate(rng) for _ in range(count)]
-
-
-def arguments_json(arguments: dict[str, Any]) -> str:
-    """Arguments as SGLang serialises them (and so as the checker reports them)."""
-    return json.dumps(arguments, ensure_ascii=False)

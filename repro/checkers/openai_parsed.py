@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from repro.checkers.json_codec import read_json
 from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import Where, scan_markup, snippet
@@ -18,10 +19,6 @@ from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import Defect, ToolCall
 
 _CONSTANT = re.compile(r"-?Infinity|NaN")
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
 
 
 def check_parsed_calls(
@@ -41,7 +38,7 @@ def check_parsed_calls(
                 )
             )
         try:
-            arguments = json.loads(call.arguments, parse_constant=_reject_constant)
+            arguments = read_json(call.arguments)
         except (ValueError, RecursionError) as e:
             cut = finish_reason == "length" and i == len(calls) - 1
             kind = Kind.TRUNCATED_CALL if cut else Kind.INVALID_ARGUMENTS
@@ -61,7 +58,7 @@ def check_parsed_calls(
         watch.advance(call.arguments, 0, final=True)
         defects += watch.defects(field)
         if known:
-            for v in tools.violations(call.name, arguments):
+            for v in tools.violations(call.name, arguments, call.arguments):
                 where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in v.path)
                 offset = _key_offset(call.arguments, v.path[0]) if v.path else 0
                 defects.append(

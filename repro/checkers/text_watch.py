@@ -12,6 +12,7 @@ from repro.checkers.char_scan import (
     MOJIBAKE,
     MOJIBAKE_START,
     REPLACEMENT,
+    SUSPECT,
     describe,
 )
 from repro.checkers.kinds import Kind
@@ -56,8 +57,11 @@ class TextWatch:
     def _scan_chars(self, buf: str, base: int, lo: int, hi: int) -> None:
         """Character defects that start in buf[lo:hi] (a match may run past `hi`)."""
         region = buf[lo:hi]
-        if region.isascii() and "\x00" not in region:
-            return  # the usual case, at memory speed
+        if region.isascii():
+            if "\x00" not in region:
+                return  # the usual case, at memory speed
+        elif SUSPECT.search(region) is None:
+            return  # CJK, DSML bars, emoji: none of the characters a defect starts with
         covered = set()  # positions inside mojibake: a C1 character there is part of it
         for m in MOJIBAKE_START.finditer(buf, lo):
             at = m.start() + base

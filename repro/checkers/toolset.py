@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -16,6 +16,7 @@ import orjson
 _CACHE_SIZE = 64
 _MESSAGE_CHARS = 200
 _MAX_VIOLATIONS = 8  # per call: enough to see the pattern, bounded for a garbage object
+_MEMO_SIZE = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +29,16 @@ class Violation:
 
 @dataclass(frozen=True, slots=True)
 class ToolSet:
-    """Declared tool names, each with its compiled validator (None: no `parameters`)."""
+    """Declared tool names, each with its compiled validator (None: no `parameters`).
+
+    Verdicts are remembered per arguments text: a run's sessions repeat the same calls,
+    and a schema check costs tens of microseconds.
+    """
 
     validators: Mapping[str, Any]
+    _memo: dict[tuple[str, str], tuple[Violation, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def from_openai(cls, tools: Sequence[Mapping[str, Any]]) -> ToolSet:
@@ -72,11 +80,29 @@ class ToolSet:
     def __contains__(self, name: object) -> bool:
         return name in self.validators
 
-    def violations(self, name: str, arguments: Mapping[str, Any]) -> list[Violation]:
-        """How `arguments` fail tool `name`'s schema; empty when valid or the tool is unknown."""
+    def violations(
+        self, name: str, arguments: Mapping[str, Any], text: str | None = None
+    ) -> tuple[Violation, ...]:
+        """How `arguments` fail tool `name`'s schema; empty when valid or the tool is unknown.
+
+        `text`, the arguments' JSON, lets an identical call reuse the last verdict.
+        """
         validator = self.validators.get(name)
         if validator is None:
-            return []
+            return ()
+        if text is not None:
+            known = self._memo.get((name, text))
+            if known is not None:
+                return known
+        found = self._check(validator, arguments)
+        if text is not None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[(name, text)] = found
+        return found
+
+    @staticmethod
+    def _check(validator: Any, arguments: Mapping[str, Any]) -> tuple[Violation, ...]:
         found = []
         for error in validator.iter_errors(arguments):
             message = error.message
@@ -85,7 +111,7 @@ class ToolSet:
             found.append(Violation(tuple(error.absolute_path), message))
             if len(found) == _MAX_VIOLATIONS:
                 break
-        return found
+        return tuple(found)
 
 
 _cache: OrderedDict[bytes, ToolSet] = OrderedDict()

@@ -10,7 +10,6 @@ invoke is wholly well formed.
 
 from __future__ import annotations
 
-import json
 import re
 from enum import IntEnum, auto
 
@@ -25,6 +24,7 @@ from repro.checkers.dsml.markers import (
     Dialect,
 )
 from repro.checkers.dsml.tags import Flaw, invoke_name, param_head, value_end
+from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import (
@@ -50,6 +50,7 @@ _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
 _CANONICAL_HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
 _CANONICAL_PARAM = re.compile(f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">')
 _PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
+_NEXT_INVOKE = f">\n{INVOKE_OPEN}"
 _OTHER_TRIGGERS = ("think>", "function_calls>", "tool_calls>", "<invoke", "<parameter")
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
@@ -71,10 +72,6 @@ _WHERE = {
     _State.AFTER_BLOCK: Where.TRAILER,
     _State.AFTER_EOS: Where.TRAILER,
 }
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
 
 
 class _Invoke:
@@ -122,11 +119,6 @@ class DsmlStream:
             dialect.block_opener,
             *(f"<{DSML}{name}" for name in dialect.foreign_block_names),
         )
-        self._fixed_stops = {
-            _State.CONTENT: self._content_stops,
-            _State.PARAM_VALUE: (PARAM_END,),
-            _State.AFTER_BLOCK: (EOS,),
-        }
         self._pending: list[str] = []
         self._pending_chars = 0
         self._buf = ""
@@ -138,6 +130,7 @@ class DsmlStream:
         self._found: dict[str, tuple[int, int]] = {}  # stop -> (position or -1, searched to)
         self._watch = TextWatch()
         self._state = _State.CONTENT
+        self._stops = self._content_stops  # the current state's stop strings
         self._seg_lo = 0
         self._scan_pos = 0
         self._skip = 0
@@ -226,21 +219,26 @@ class DsmlStream:
             pass
         self._watch.advance(self._buf, self._base, self._final)
 
-    def _stops(self) -> tuple[str, ...]:
-        state = self._state
+    def _stops_of(self, state: _State) -> tuple[str, ...]:
         if state is _State.BLOCK_SEP:
             return (INVOKE_OPEN, self._block_close)
         if state in (_State.INVOKE_HEAD, _State.PARAM_SEP):
             # The block's close is no stop of DeepSeek's here, but where it comes first the
             # invoke was never closed: reading on would only bury that under later text.
             return (PARAM_OPEN, INVOKE_END, self._block_close)
-        return self._fixed_stops.get(state, ())
+        if state is _State.CONTENT:
+            return self._content_stops
+        if state is _State.PARAM_VALUE:
+            return (PARAM_END,)
+        if state is _State.AFTER_BLOCK:
+            return (EOS,)
+        return ()
 
     def _step(self) -> bool:
         """Take one transition if the text allows it; False when waiting or done."""
         if self._state is _State.PARAM_HEAD:
             return self._step_param_head()
-        stops = self._stops()
+        stops = self._stops
         at, hit = -1, ""
         for stop in stops:
             pos = self._next(stop, self._seg_lo)
@@ -271,6 +269,7 @@ class DsmlStream:
 
     def _enter(self, state: _State, seg_lo: int) -> None:
         self._state = state
+        self._stops = self._stops_of(state)
         self._seg_lo = seg_lo
         self._scan_pos = seg_lo
         self._seg_findings = 0
@@ -303,12 +302,20 @@ class DsmlStream:
     def _on_block_sep(self, at: int, stop: str) -> None:
         self._check_separator(self._close_segment(at), at)
         if stop == INVOKE_OPEN:
-            self._invokes += 1
-            self._invoke = _Invoke(at)
-            close = self._next(INVOKE_END, at)
-            if close == -1 or not self._read_canonical_invoke(at, close):
-                self._enter(_State.INVOKE_HEAD, at + len(stop))
-            return
+            while True:
+                self._invokes += 1
+                close = self._next(INVOKE_END, at)
+                if close == -1 or not self._read_canonical_invoke(at, close):
+                    self._invoke = _Invoke(at)
+                    self._enter(_State.INVOKE_HEAD, at + len(stop))
+                    return
+                # Canonical invokes back to back: the `>\n` between them is all the
+                # separator state would read, so go straight on to the next.
+                after = close + len(INVOKE_END)
+                if not self._buf.startswith(_NEXT_INVOKE, after - self._base):
+                    return
+                at = after + len(_SEPARATOR)
+                self._scan_pos = at
         if self._invokes == 0:
             self._add(Kind.EMPTY_BLOCK, self._block_at, "the tool-call block has no invoke")
         self._enter(_State.AFTER_BLOCK, at + len(stop))
@@ -348,7 +355,7 @@ class DsmlStream:
                 value: object = raw
             else:
                 try:
-                    value = json.loads(raw, parse_constant=_reject_constant)
+                    value = read_json(raw)
                 except (ValueError, RecursionError):
                     return False
                 if "\\" in raw:
@@ -491,7 +498,7 @@ class DsmlStream:
             invoke.args[key] = raw
             return
         try:
-            value = json.loads(raw, parse_constant=_reject_constant)
+            value = read_json(raw)
         except (ValueError, RecursionError):
             param.broken = True
             self._add(
@@ -543,13 +550,14 @@ class DsmlStream:
         if invoke.broken:
             return
         name = invoke.name
-        self._calls.append(ToolCall(name, json.dumps(invoke.args, ensure_ascii=False)))
+        arguments = arguments_text(invoke.args)
+        self._calls.append(ToolCall(name, arguments))
         if name not in self._tools:
             self._add(
                 Kind.UNKNOWN_TOOL, invoke.at, f"tool {name!r} is not among the request's tools"
             )
             return
-        for violation in self._tools.violations(name, invoke.args):
+        for violation in self._tools.violations(name, invoke.args, arguments):
             path = violation.path
             offset = invoke.param_at.get(path[0], invoke.at) if path else invoke.at  # type: ignore[arg-type]
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
@@ -580,7 +588,7 @@ class DsmlStream:
         if state in (_State.AFTER_BLOCK, _State.AFTER_EOS):
             self._close_segment(end)
         else:
-            cut = self._cut_stop(end, self._stops() or (PARAM_END,))
+            cut = self._cut_stop(end, self._stops or (PARAM_END,))
             self._close_segment(end if cut == -1 else cut)
         if state is _State.AFTER_BLOCK:
             self._trailing_text(end, Kind.TEXT_AFTER_BLOCK)
@@ -722,5 +730,5 @@ def parse_dsml(
 ) -> Verdict:
     """The verdict on one whole completion text: DsmlStream fed once."""
     stream = DsmlStream(tools, dialect=dialect, field=field)
-    stream.feed(text)
+    stream._pending.append(text)  # read in one final pass, as finish() would
     return stream.finish(finish_reason)

@@ -1,0 +1,29 @@
+"""How the checkers read and write JSON: strict reading, SGLang's way of writing arguments.
+
+`json.loads`/`json.dumps` with any option build a new decoder or encoder on every call;
+these are built once, which matters at one call per parameter.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+# NaN and Infinity are Python's extensions, not JSON (SGLang refuses them too).
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+# SGLang serialises parsed arguments with json.dumps(..., ensure_ascii=False).
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def read_json(text: str) -> object:
+    """Parse strict JSON; raises ValueError (or RecursionError when absurdly deep)."""
+    return _DECODER.decode(text)
+
+
+def arguments_text(arguments: dict) -> str:
+    """Arguments as SGLang writes them for the client, byte for byte."""
+    return _ENCODER.encode(arguments)
