@@ -150,7 +150,9 @@ class _Search:
                 (k for k, c in found.items() if c is None), key=lambda k: trials[k].sessions_run
             )
             growable = [k for k in unsettled if not self.runner.at_cap(trials[k].evidence)]
-            reference_growable = not self.runner.at_cap(reference.evidence)
+            # A bigger reference only helps a comparison; an uncured 0/n needs its own sessions.
+            compared = any(trials[k].evidence.corrupted for k in unsettled)
+            reference_growable = compared and not self.runner.at_cap(reference.evidence)
             if not unsettled or not (growable or reference_growable):
                 classes = {k: c or KnobClass.UNKNOWN for k, c in found.items()}
                 return _Removals(reference, pooled, trials, classes)
