@@ -51,7 +51,6 @@ _CANONICAL_HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
 _CANONICAL_PARAM = re.compile(f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">')
 _PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
 _NEXT_INVOKE = f">\n{INVOKE_OPEN}"
-_OTHER_TRIGGERS = ("think>", "function_calls>", "tool_calls>", "<invoke", "<parameter")
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
 
@@ -332,8 +331,13 @@ class DsmlStream:
         if head is None:
             return False
         span = buf[lo:hi]
-        if any(t in span for t in _OTHER_TRIGGERS):
-            return False
+        if (
+            "<invoke" in span
+            or "<parameter" in span
+            or "think>" in span
+            or "_calls>" in span  # function_calls> and tool_calls>
+        ):
+            return False  # the other triggers of markup_scan: leave them to the full reading
         invoke = _Invoke(at)  # filled only if the whole invoke reads cleanly
         invoke.name = head.group(1)
         escaped = []
