@@ -140,6 +140,19 @@ async def _model_name(client: ChatClient, spec: RunSpec) -> str:
     return "default"
 
 
+async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
+    """Each live role's /metrics at the end of the load, as metrics/<role>.prom (best effort)."""
+    folder.mkdir(exist_ok=True)
+    async with httpx.AsyncClient(timeout=3.0, trust_env=False) as http:
+        for role in deployment.roles:
+            if role.exit_code is not None:
+                continue
+            with contextlib.suppress(httpx.HTTPError):
+                response = await http.get(f"{role.plan.url}/metrics")
+                if response.status_code == 200:
+                    (folder / f"{role.plan.name}.prom").write_text(response.text)
+
+
 def _first_repro_error(group: BaseExceptionGroup) -> ReproError:
     """Task groups wrap errors; a user-facing ReproError inside is what the CLI reports."""
     matched, rest = group.split(ReproError)
@@ -197,6 +210,8 @@ async def drive(
     finally:
         with anyio.CancelScope(shield=True):
             await client.aclose()
+            if endpoint.deployment is not None:
+                await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         store.close()
         summary = summarize(
             store.records,

@@ -37,6 +37,9 @@ def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topolog
     spec = json.loads((out / "spec.json").read_text())
     assert [r["name"] for r in spec["roles"]] == (["single"] if topology == "single" else ["prefill", "decode", "router"])
     assert {p.name for p in (out / "logs").iterdir()} == {f"{r['name']}.log" for r in spec["roles"]}
+    engines = ["single"] if topology == "single" else ["prefill", "decode"]
+    for name in engines:
+        assert "sglang:generation_tokens_total" in (out / "metrics" / f"{name}.prom").read_text()
     assert "sessions corrupted" in done.stdout and "0/6" in done.stdout
     assert engine_processes(out) == []
 
