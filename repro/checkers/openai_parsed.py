@@ -59,11 +59,8 @@ def check_parsed_calls(
         defects += watch.defects(field)
         if known:
             for v in tools.violations(call.name, arguments, call.arguments):
-                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in v.path)
                 offset = _key_offset(call.arguments, v.path[0]) if v.path else 0
-                defects.append(
-                    Defect(Kind.SCHEMA_VIOLATION, offset, f"{call.name}{where}: {v.message}", field)
-                )
+                defects.append(Defect(Kind.SCHEMA_VIOLATION, offset, v.describe(call.name), field))
     return defects
 
 

@@ -26,6 +26,11 @@ class Violation:
     path: tuple[str | int, ...]
     message: str
 
+    def describe(self, tool: str) -> str:
+        """`search.filters.lang: 5 is not of type 'string'`: the tool, the path, the error."""
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path)
+        return f"{tool}{where}: {self.message}"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSet:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from enum import IntEnum, auto
 
+from repro.checkers.dsml.canonical import NEXT_INVOKE, read_canonical_invoke
 from repro.checkers.dsml.markers import (
     DSML,
     EOS,
@@ -23,7 +24,9 @@ from repro.checkers.dsml.markers import (
     V32,
     Dialect,
 )
+from repro.checkers.dsml.segment_scan import SegmentScan
 from repro.checkers.dsml.tags import Flaw, invoke_name, param_head, value_end
+from repro.checkers.dsml.text_buffer import TextBuffer
 from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
@@ -31,8 +34,6 @@ from repro.checkers.markup_scan import (
     WINDOW_AFTER,
     WINDOW_BEFORE,
     Where,
-    find_triggers,
-    judge_hits,
     scan_markup,
     snippet,
 )
@@ -42,15 +43,8 @@ from repro.checkers.verdict import Defect, ToolCall, Verdict
 
 HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
 STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
-_TRIM_CHARS = 1 << 16  # consumed text is dropped once this much has piled up
 _SEPARATOR = ">\n"
-_NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
-# The encoder's exact shapes, for the whole-invoke shortcut.
-_CANONICAL_HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
-_CANONICAL_PARAM = re.compile(f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">')
-_PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
-_NEXT_INVOKE = f">\n{INVOKE_OPEN}"
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
 
@@ -118,23 +112,17 @@ class DsmlStream:
             dialect.block_opener,
             *(f"<{DSML}{name}" for name in dialect.foreign_block_names),
         )
-        self._pending: list[str] = []
-        self._pending_chars = 0
-        self._buf = ""
-        self._base = 0  # absolute offset of self._buf[0]
+        self._tb = TextBuffer()
         self._final = False
         self._done = False
         self._finish_reason: str | None = None
         self._verdict: Verdict | None = None
-        self._found: dict[str, tuple[int, int]] = {}  # stop -> (position or -1, searched to)
         self._watch = TextWatch()
         self._state = _State.CONTENT
         self._stops = self._content_stops  # the current state's stop strings
         self._seg_lo = 0
-        self._scan_pos = 0
-        self._skip = 0
+        self._seg = SegmentScan()
         self._seg_findings = 0
-        self._content_nonblank = False
         self._block_at = -1
         self._block_close = dialect.block_close
         self._invokes = 0
@@ -147,9 +135,8 @@ class DsmlStream:
         if self._final:
             raise RuntimeError("DsmlStream.feed() after finish()")
         if chunk:
-            self._pending.append(chunk)
-            self._pending_chars += len(chunk)
-            if self._pending_chars >= self._step_chars:
+            self._tb.add(chunk)
+            if self._tb.pending_chars >= self._step_chars:
                 self._absorb()
                 self._run()
 
@@ -165,58 +152,21 @@ class DsmlStream:
             self._verdict = Verdict(tuple(self._calls), tuple(ordered))
         return self._verdict
 
-    # -- the buffer -----------------------------------------------------------------
-
     def _absorb(self) -> None:
-        if not self._pending:
-            return
-        text = "".join(self._pending)
-        self._pending.clear()
-        self._pending_chars = 0
-        keep = min(self._keep_from(), self._watch.keep_from())
-        if keep - self._base > _TRIM_CHARS:
-            self._buf = self._buf[keep - self._base :] + text
-            self._base = keep
-        else:
-            self._buf += text
+        self._tb.absorb(min(self._keep_from(), self._watch.keep_from()))
 
     def _keep_from(self) -> int:
         """The earliest offset the parser may read again: the segment, or just behind the scan."""
         if self._state in (_State.CONTENT, _State.AFTER_BLOCK, _State.AFTER_EOS):
-            return self._scan_pos - WINDOW_BEFORE - 2  # 2: the blank line before a block
+            return self._seg.pos - WINDOW_BEFORE - 2  # 2: the blank line before a block
         return self._seg_lo
-
-    def _end(self) -> int:
-        return self._base + len(self._buf)
-
-    def _text(self, lo: int, hi: int) -> str:
-        return self._buf[lo - self._base : hi - self._base]
-
-    def _next(self, stop: str, start: int) -> int:
-        """Absolute position of the first `stop` at or after `start`, or -1 (not yet seen).
-
-        Each stop's last answer is remembered, so a stop far ahead is searched for once
-        and a missing one only through text that has arrived since.
-        """
-        begin = start
-        known = self._found.get(stop)
-        if known is not None:
-            pos, searched_to = known
-            if pos >= start:
-                return pos
-            if pos == -1:
-                begin = max(start, searched_to - len(stop) + 1)
-        i = self._buf.find(stop, max(begin, self._base) - self._base)
-        pos = -1 if i == -1 else i + self._base
-        self._found[stop] = (pos, self._end())
-        return pos
 
     # -- the state machine ------------------------------------------------------------
 
     def _run(self) -> None:
         while not self._done and self._step():
             pass
-        self._watch.advance(self._buf, self._base, self._final)
+        self._watch.advance(self._tb.text, self._tb.base, self._final)
 
     def _stops_of(self, state: _State) -> tuple[str, ...]:
         if state is _State.BLOCK_SEP:
@@ -240,7 +190,7 @@ class DsmlStream:
         stops = self._stops
         at, hit = -1, ""
         for stop in stops:
-            pos = self._next(stop, self._seg_lo)
+            pos = self._tb.next(stop, self._seg_lo)
             if pos != -1 and (at == -1 or pos < at):
                 at, hit = pos, stop
         if at == -1:
@@ -270,13 +220,13 @@ class DsmlStream:
         self._state = state
         self._stops = self._stops_of(state)
         self._seg_lo = seg_lo
-        self._scan_pos = seg_lo
+        self._seg.pos = seg_lo
         self._seg_findings = 0
 
     def _on_content(self, at: int, stop: str) -> None:
         self._close_segment(at)
         if stop == EOS:
-            if not self._content_nonblank:
+            if not self._seg.nonblank:
                 self._add(Kind.EMPTY_TURN, 0, "the turn has no content and no tool call")
             self._enter(_State.AFTER_EOS, at + len(EOS))
             return
@@ -289,7 +239,7 @@ class DsmlStream:
                 f"`{stop}>` is another DSML generation's block; this format's is "
                 f"`{self._dialect.block_opener}>`",
             )
-        if at < 2 or self._text(at - 2, at) != "\n\n":
+        if at < 2 or self._tb.slice(at - 2, at) != "\n\n":
             self._add(
                 Kind.BLOCK_LEAD_IN,
                 at,
@@ -303,7 +253,7 @@ class DsmlStream:
         if stop == INVOKE_OPEN:
             while True:
                 self._invokes += 1
-                close = self._next(INVOKE_END, at)
+                close = self._tb.next(INVOKE_END, at)
                 if close == -1 or not self._read_canonical_invoke(at, close):
                     self._invoke = _Invoke(at)
                     self._enter(_State.INVOKE_HEAD, at + len(stop))
@@ -311,70 +261,28 @@ class DsmlStream:
                 # Canonical invokes back to back: the `>\n` between them is all the
                 # separator state would read, so go straight on to the next.
                 after = close + len(INVOKE_END)
-                if not self._buf.startswith(_NEXT_INVOKE, after - self._base):
+                if not self._tb.text.startswith(NEXT_INVOKE, after - self._tb.base):
                     return
                 at = after + len(_SEPARATOR)
-                self._scan_pos = at
+                self._seg.pos = at
         if self._invokes == 0:
             self._add(Kind.EMPTY_BLOCK, self._block_at, "the tool-call block has no invoke")
         self._enter(_State.AFTER_BLOCK, at + len(stop))
 
     def _read_canonical_invoke(self, at: int, close: int) -> bool:
-        """Read a whole invoke at once if it is exactly as the encoder writes it.
-
-        A shortcut, not a second grammar: it applies only where the tag-by-tag reading could
-        find no defect but the call's own (JSON, schema), and it gives the same verdict.
-        """
-        b, buf = self._base, self._buf
-        lo, hi = at - b, close - b
-        head = _CANONICAL_HEAD.match(buf, lo, hi)
-        if head is None:
+        """Take the whole invoke at once if it is canonical (dsml/canonical.py)."""
+        b = self._tb.base
+        canonical = read_canonical_invoke(self._tb.text, at - b, close - b)
+        if canonical is None:
             return False
-        span = buf[lo:hi]
-        if (
-            "<invoke" in span
-            or "<parameter" in span
-            or "think>" in span
-            or "_calls>" in span  # function_calls> and tool_calls>
-        ):
-            return False  # the other triggers of markup_scan: leave them to the full reading
-        invoke = _Invoke(at)  # filled only if the whole invoke reads cleanly
-        invoke.name = head.group(1)
-        escaped = []
-        pos = head.end()
-        if hi - pos == 1 and buf[pos] == "\n":
-            pos = hi  # the zero-argument form: a blank line
-        while pos < hi:  # parameters back to back, each one `>\n` after the last
-            param = _CANONICAL_PARAM.match(buf, pos, hi)
-            if param is None:
-                return False
-            value_end = buf.find(_PARAM_CLOSE_LINE, param.end(), hi)
-            if value_end == -1:
-                return False
-            key, raw = param.group(1), buf[param.end() : value_end]
-            pos = value_end + len(_PARAM_CLOSE_LINE)
-            if key in invoke.keys:
-                return False  # the tag-by-tag reading reports it
-            if param.group(2) == "true":
-                value: object = raw
-            else:
-                try:
-                    value = read_json(raw)
-                except (ValueError, RecursionError):
-                    return False
-                if "\\" in raw:
-                    escaped.append((value, raw, param.end() + b))
-            invoke.keys.add(key)
-            invoke.param_at[key] = param.start() + b
-            invoke.args[key] = value
-        # Every `DSML` and `<｜` must belong to a tag just read: then no value holds markup
-        # (which would need a defect) and each value really ends at its own closing tag.
-        params = len(invoke.keys)
-        if span.count("DSML") != 1 + 2 * params or span.count("<\uff5c") != 1 + params:
-            return False
-        self._invoke = invoke
-        for value, raw, value_at in escaped:
-            self._scan_json_strings(value, raw, value_at)
+        invoke = self._invoke = _Invoke(at)
+        invoke.name = canonical.name
+        for p in canonical.params:
+            invoke.keys.add(p.key)
+            invoke.param_at[p.key] = p.at + b
+            invoke.args[p.key] = p.value
+            if not isinstance(p.value, str) and "\\" in p.raw:
+                self._scan_json_strings(p.value, p.raw, p.value_at + b)
         self._close_invoke()
         self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
         return True
@@ -383,9 +291,9 @@ class DsmlStream:
         found = self._close_segment(at)
         invoke = self._invoke
         assert invoke is not None
-        b = self._base
+        b = self._tb.base
         if stop == self._block_close:
-            if _SELF_CLOSING.match(self._buf, self._seg_lo - b, at - b):
+            if _SELF_CLOSING.match(self._tb.text, self._seg_lo - b, at - b):
                 self._add(
                     Kind.MALFORMED_INVOKE,
                     invoke.at,
@@ -396,10 +304,10 @@ class DsmlStream:
                 self._add(Kind.UNBALANCED_MARKUP, at, "the block closes inside an unclosed invoke")
             self._unclosed_invoke(at, stop)
             return
-        name = invoke_name(self._buf, self._seg_lo - b, at - b)
+        name = invoke_name(self._tb.text, self._seg_lo - b, at - b)
         if isinstance(name, Flaw):
             invoke.broken = True
-            guess = _NAME_ATTR.search(self._buf, self._seg_lo - b, at - b)
+            guess = _NAME_ATTR.search(self._tb.text, self._seg_lo - b, at - b)
             invoke.name = guess.group(1) if guess else "?"
             if not found:
                 self._add(name.kind, name.offset + b, f"invoke {invoke.name!r}: {name.reason}")
@@ -414,20 +322,20 @@ class DsmlStream:
 
     def _step_param_head(self) -> bool:
         """The tag runs to its first `>`; without one nearby it is malformed (HEAD_LIMIT_CHARS)."""
-        lo, end, b = self._seg_lo, self._end(), self._base
+        lo, end, b = self._seg_lo, self._tb.end, self._tb.base
         limit = lo + HEAD_LIMIT_CHARS
-        gt = self._buf.find(">", lo - b, min(end, limit) - b)
+        gt = self._tb.text.find(">", lo - b, min(end, limit) - b)
         gt = -1 if gt == -1 else gt + b
-        stop = self._next(PARAM_END, lo)
+        stop = self._tb.next(PARAM_END, lo)
         stop_near = stop != -1 and stop < limit
         param, invoke = self._param, self._invoke
         assert param is not None and invoke is not None
         if gt != -1 and not (stop_near and stop < gt):
             found = self._close_segment(gt + 1)
-            head = param_head(self._buf, lo - b, gt + 1 - b)
+            head = param_head(self._tb.text, lo - b, gt + 1 - b)
             if isinstance(head, Flaw):
                 param.broken = True
-                guess = _NAME_ATTR.search(self._buf, lo - b, gt + 1 - b)
+                guess = _NAME_ATTR.search(self._tb.text, lo - b, gt + 1 - b)
                 param.key = guess.group(1) if guess else "?"
                 if not found or head.kind is Kind.BAD_STRING_ATTRIBUTE:
                     self._add(head.kind, head.offset + b, f"invoke {invoke.name!r}: {head.reason}")
@@ -464,8 +372,8 @@ class DsmlStream:
         return False
 
     def _on_param_value(self, at: int) -> None:
-        lo, b = self._seg_lo, self._base
-        end = value_end(self._buf, lo - b, at - b)
+        lo, b = self._seg_lo, self._tb.base
+        end = value_end(self._tb.text, lo - b, at - b)
         param = self._param
         assert param is not None
         if end is None:
@@ -497,7 +405,7 @@ class DsmlStream:
             return
         invoke.keys.add(key)
         invoke.param_at[key] = param.at
-        raw = self._text(lo, hi)
+        raw = self._tb.slice(lo, hi)
         if param.is_string:
             invoke.args[key] = raw
             return
@@ -562,10 +470,10 @@ class DsmlStream:
             )
             return
         for violation in self._tools.violations(name, invoke.args, arguments):
-            path = violation.path
-            offset = invoke.param_at.get(path[0], invoke.at) if path else invoke.at  # type: ignore[arg-type]
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-            self._add(Kind.SCHEMA_VIOLATION, offset, f"{name}{where}: {violation.message}")
+            # Point at the parameter the error is about, else at the invoke.
+            key = violation.path[0] if violation.path else None
+            offset = invoke.param_at.get(key, invoke.at) if isinstance(key, str) else invoke.at
+            self._add(Kind.SCHEMA_VIOLATION, offset, violation.describe(name))
 
     def _unclosed_invoke(self, at: int, stop: str) -> None:
         self._break_invoke()
@@ -578,7 +486,7 @@ class DsmlStream:
         self._enter(_State.AFTER_EOS, at + len(EOS))
 
     def _at_end(self) -> None:
-        end, state = self._end(), self._state
+        end, state = self._tb.end, self._state
         if state is _State.CONTENT:
             cut = self._cut_stop(end, self._content_stops[1:])
             self._close_segment(end if cut == -1 else cut)
@@ -586,7 +494,7 @@ class DsmlStream:
                 self._truncated(cut, "the tool-call block's opening tag")
             else:
                 self._cut_token(end)
-                if not self._content_nonblank:
+                if not self._seg.nonblank:
                     self._add(Kind.EMPTY_TURN, 0, "the turn has no content and no tool call")
             return
         if state in (_State.AFTER_BLOCK, _State.AFTER_EOS):
@@ -615,7 +523,7 @@ class DsmlStream:
             self._add(Kind.TRUNCATED_BLOCK, at, f"the text ends inside {inside}")
 
     def _check_separator(self, found: int, at: int) -> None:
-        text = self._text(self._seg_lo, at)
+        text = self._tb.slice(self._seg_lo, at)
         if text == _SEPARATOR:
             return
         if self._state is _State.PARAM_SEP:
@@ -635,7 +543,7 @@ class DsmlStream:
         lo = self._seg_lo
         if end <= lo:
             return
-        text = self._text(lo, end)
+        text = self._tb.slice(lo, end)
         if kind is Kind.TEXT_AFTER_BLOCK and self._dialect.block_opener in text:
             message = "a second tool-call block follows the first; a message has one block"
         elif kind is Kind.TEXT_AFTER_BLOCK:
@@ -657,17 +565,17 @@ class DsmlStream:
         longest = 1
         for stop in stops:
             for n in range(min(len(stop) - 1, end - self._seg_lo), longest, -1):
-                if self._text(end - n, end) == stop[:n]:
+                if self._tb.slice(end - n, end) == stop[:n]:
                     longest = n
                     break
         return -1 if longest == 1 else end - longest
 
     def _cut_token(self, end: int) -> None:
         """Content that ends inside a `<｜…｜>` token, which the scan cannot see whole."""
-        lo = max(self._seg_lo, end - 48, self._base)
-        tail = self._text(lo, end)
+        lo = max(self._seg_lo, end - 48, self._tb.base)
+        tail = self._tb.slice(lo, end)
         k = tail.rfind("<\uff5c")
-        if k != -1 and ">" not in tail[k:] and lo + k >= self._skip:
+        if k != -1 and ">" not in tail[k:] and lo + k >= self._seg.skip:
             self._add(
                 Kind.MARKUP_IN_CONTENT,
                 lo + k,
@@ -679,45 +587,29 @@ class DsmlStream:
     def _scan_ahead(self, longest_stop: int) -> None:
         """Scan what is settled: text no stop can still claim, less the judging window."""
         tail = 2 if self._state is _State.PARAM_VALUE else 0  # `<\n` may end a value
-        seg_hi = self._end() - (longest_stop - 1) - tail
+        seg_hi = self._tb.end - (longest_stop - 1) - tail
         hi = seg_hi - WINDOW_AFTER
-        if hi > self._scan_pos:
+        if hi > self._seg.pos:
             self._scan(hi, seg_hi)
 
     def _close_segment(self, end: int) -> int:
         """Scan the segment's text up to `end`; the number of findings in the segment."""
-        if end - self._scan_pos == 2 and self._text(end - 2, end) == _SEPARATOR:
-            self._scan_pos = end  # the usual separator holds no trigger
-        elif end > self._scan_pos:
+        if end - self._seg.pos == 2 and self._tb.slice(end - 2, end) == _SEPARATOR:
+            self._seg.pos = end  # the usual separator holds no trigger
+        elif end > self._seg.pos:
             self._scan(end, end)
         return self._seg_findings
 
     def _scan(self, hi: int, seg_hi: int) -> None:
-        b, lo = self._base, self._scan_pos
-        hits = find_triggers(self._buf, lo - b, hi - b, seg_hi - b)
         where = _WHERE.get(self._state, Where.STRUCTURE)
-        if where is Where.CONTENT and not self._content_nonblank:
-            self._content_nonblank = _NON_SPACE.search(self._buf, lo - b, hi - b) is not None
-        self._scan_pos = hi
-        if not hits:
-            return
-        findings, skip = judge_hits(
-            self._buf,
-            hits,
-            max(self._seg_lo, b) - b,
-            seg_hi - b,
-            where,
-            self._dialect,
-            self._skip - b,
-        )
-        self._skip = skip + b
+        findings = self._seg.scan(self._tb, self._seg_lo, hi, seg_hi, where, self._dialect)
         if findings and where is Where.STRUCTURE and self._state is not _State.BLOCK_SEP:
             self._break_invoke()  # junk between an invoke's own tags
         for f in findings:
             # In junk between tags, tags after the first finding are its consequences.
             if f.kind is Kind.UNBALANCED_MARKUP and self._seg_findings:
                 continue
-            self._add(f.kind, f.start + b, f.message)
+            self._add(f.kind, f.start, f.message)
             self._seg_findings += 1
 
     def _add(self, kind: Kind, offset: int, message: str) -> None:
@@ -734,5 +626,5 @@ def parse_dsml(
 ) -> Verdict:
     """The verdict on one whole completion text: DsmlStream fed once."""
     stream = DsmlStream(tools, dialect=dialect, field=field)
-    stream._pending.append(text)  # read in one final pass, as finish() would
+    stream._tb.add(text)  # read in one final pass, as finish() would
     return stream.finish(finish_reason)
