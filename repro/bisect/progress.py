@@ -14,7 +14,6 @@ from rich.text import Text
 @dataclass(frozen=True, slots=True)
 class CampaignState:
     current: str | None
-    current_config: str | None
     current_sessions: int
     current_corrupted: int
     wave_running: bool
@@ -52,9 +51,10 @@ def render_state(state: CampaignState) -> Group:
     for label, decision, corrupted, sessions in state.decisions[-12:]:
         table.add_row(label, decision, f"{corrupted}/{sessions}")
     minutes = state.elapsed_s / 60
+    trials = len(state.decisions)
     header = Text(
-        f"bisect: {len(state.decisions)} trials decided, {state.sessions_spent} sessions spent, "
-        f"{minutes:.1f} min",
+        f"bisect: {trials} trial{'s' * (trials != 1)} decided, {state.sessions_spent} sessions "
+        f"spent, {minutes:.1f} min",
         style="bold",
     )
     parts: list[object] = [header]
@@ -62,8 +62,8 @@ def render_state(state: CampaignState) -> Group:
         doing = "running a wave" if state.wave_running else "checking"
         parts.append(
             Text(
-                f"now: {state.current} [{state.current_config}] — {doing}; "
-                f"{state.current_corrupted}/{state.current_sessions} corrupted so far"
+                f"now: {state.current} — {doing}; "
+                f"{state.current_corrupted}/{state.current_sessions} sessions corrupted so far"
             )
         )
     parts.append(table)

@@ -18,7 +18,6 @@ from repro.bisect.evidence import Evidence
 from repro.bisect.oracle import Oracle
 from repro.bisect.progress import CampaignState, Progress
 from repro.bisect.sprt import SprtResult, SprtSettings
-from repro.knobs import describe
 from repro.results.stats import Rate
 from repro.spec import RunSpec
 
@@ -136,7 +135,6 @@ class TrialRunner:
         self.progress.update(
             CampaignState(
                 current=current.label if current else None,
-                current_config=describe(current.config) if current else None,
                 current_sessions=current.sessions_run if current else 0,
                 current_corrupted=current.evidence.corrupted if current else 0,
                 wave_running=running,

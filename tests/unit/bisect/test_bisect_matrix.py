@@ -5,8 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from fake_oracle import FakeOracle, story_rate
+from rich.console import Console
 
 from repro.bisect.campaign import MatrixCampaign, bisect_matrix
+from repro.bisect.progress import render_state
 from repro.errors import UsageError
 from repro.spec import RunSpec
 
@@ -59,3 +61,23 @@ def test_unknown_factor_value_fails_before_any_session(tmp_path):
     with pytest.raises(UsageError, match="no value 'fp4'"):
         bisect_matrix(campaign(tmp_path, {"index_k": ("fp8", "fp4")}), oracle=oracle)
     assert oracle.waves == []
+
+
+def test_progress_reports_the_running_trial_and_the_decisions_so_far(tmp_path):
+    states = []
+
+    class Recorder:
+        def update(self, state):
+            states.append(state)
+
+    bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=FakeOracle(), progress=Recorder())
+    running = [s for s in states if s.wave_running]
+    assert running[0].current == "topology=single,hicache=off,index_k=fp8"
+    assert running[0].decisions == () and running[0].sessions_spent == 0
+    final = states[-1]
+    assert final.current is None and len(final.decisions) == 8
+    assert final.sessions_spent == sum(n for *_, n in final.decisions)
+    assert ("topology=pd,hicache=on,index_k=bf16", "CORRUPTING") in {d[:2] for d in final.decisions}
+    console = Console(width=100, record=True)
+    console.print(render_state(final))
+    assert "8 trials decided" in console.export_text()
