@@ -37,7 +37,9 @@ class _Campaign(BaseModel):
     @model_validator(mode="after")
     def _launches(self) -> _Campaign:
         if self.run.url is not None:
-            raise ValueError("bisect launches an engine per configuration, so --url cannot be used")
+            raise ValueError(
+                "bisect launches the engine in each configuration it measures, so --url cannot be used"
+            )
         return self
 
     @classmethod
@@ -47,9 +49,11 @@ class _Campaign(BaseModel):
             return cls(**{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "input"
             message = first["msg"].removeprefix("Value error, ")
-            raise UsageError(f"Invalid {where.replace('_', '-')}: {message}.") from None
+            if not first["loc"]:  # a rule across fields: its message is the whole sentence
+                raise UsageError(f"{message[0].upper()}{message[1:]}.") from None
+            where = ".".join(str(p) for p in first["loc"]).replace("_", "-")
+            raise UsageError(f"Invalid {where}: {message}.") from None
 
     @property
     def folder(self) -> Path:
