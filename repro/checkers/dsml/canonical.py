@@ -8,7 +8,7 @@ parser's tests compare both readings on every corpus and corruption.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from repro.checkers.dsml.markers import DSML, INVOKE_OPEN
 from repro.checkers.json_codec import read_json
@@ -19,8 +19,7 @@ _PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
 NEXT_INVOKE = f">\n{INVOKE_OPEN}"  # what follows an invoke when another comes next
 
 
-@dataclass(frozen=True, slots=True)
-class CanonicalParam:
+class CanonicalParam(NamedTuple):  # tuples: built once per parameter, on the hot path
     key: str
     at: int  # where its tag starts
     value: object
@@ -28,8 +27,7 @@ class CanonicalParam:
     value_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class CanonicalInvoke:
+class CanonicalInvoke(NamedTuple):
     name: str
     params: tuple[CanonicalParam, ...]
 

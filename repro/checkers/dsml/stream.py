@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from enum import IntEnum, auto
 
-from repro.checkers.dsml.canonical import NEXT_INVOKE, read_canonical_invoke
+from repro.checkers.dsml.canonical import NEXT_INVOKE, CanonicalInvoke, read_canonical_invoke
 from repro.checkers.dsml.markers import (
     DSML,
     EOS,
@@ -34,6 +34,7 @@ from repro.checkers.markup_scan import (
     WINDOW_AFTER,
     WINDOW_BEFORE,
     Where,
+    find_triggers,
     scan_markup,
     snippet,
 )
@@ -44,6 +45,7 @@ from repro.checkers.verdict import Defect, ToolCall, Verdict
 HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
 STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
 _SEPARATOR = ">\n"
+_NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
@@ -164,6 +166,10 @@ class DsmlStream:
     # -- the state machine ------------------------------------------------------------
 
     def _run(self) -> None:
+        if self._final and self._tb.base == 0 and self._seg.pos == 0 and not self._done:
+            # The whole text at once and nothing read yet: the common, well-formed turn
+            # is read in one go (the state machine's verdict, tested to be identical).
+            self._done = self._read_canonical_turn()
         while not self._done and self._step():
             pass
         self._watch.advance(self._tb.text, self._tb.base, self._final)
@@ -275,6 +281,12 @@ class DsmlStream:
         canonical = read_canonical_invoke(self._tb.text, at - b, close - b)
         if canonical is None:
             return False
+        self._take_invoke(at, canonical)
+        self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
+        return True
+
+    def _take_invoke(self, at: int, canonical: CanonicalInvoke) -> None:
+        b = self._tb.base
         invoke = self._invoke = _Invoke(at)
         invoke.name = canonical.name
         for p in canonical.params:
@@ -284,7 +296,44 @@ class DsmlStream:
             if not isinstance(p.value, str) and "\\" in p.raw:
                 self._scan_json_strings(p.value, p.raw, p.value_at + b)
         self._close_invoke()
-        self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
+
+    def _read_canonical_turn(self) -> bool:
+        """Read a whole text at once if it is exactly as the encoder writes a turn.
+
+        Prose without any markup trigger, then optionally the block of canonical invokes,
+        then optionally EOS: where the state machine would find no markup defect, this
+        gives its verdict in a few calls. Anything else: False, and nothing was changed.
+        """
+        text, close = self._tb.text, self._dialect.block_close
+        end = len(text) - len(EOS) if text.endswith(EOS) else len(text)
+        at = text.find(self._dialect.block_opener, 0, end)
+        if find_triggers(text, 0, end if at == -1 else at, end):
+            return False  # markup-like text in the content: read it tag by tag
+        if at == -1:
+            self._seg.nonblank = _NON_SPACE.search(text, 0, end) is not None
+            return self._seg.nonblank  # an empty turn: let the state machine say so
+        pos = at + len(self._dialect.block_opener)
+        if text[at - 2 : at] != "\n\n" or not text.startswith(_SEPARATOR, pos):
+            return False
+        invokes = []
+        pos += len(_SEPARATOR)
+        while True:
+            if not text.startswith(INVOKE_OPEN, pos):
+                return False
+            stop = text.find(INVOKE_END, pos, end)
+            canonical = None if stop == -1 else read_canonical_invoke(text, pos, stop)
+            if canonical is None:
+                return False
+            invokes.append((pos, canonical))
+            pos = stop + len(INVOKE_END)
+            if not text.startswith(NEXT_INVOKE, pos):
+                break
+            pos += len(_SEPARATOR)
+        if text[pos:end] != _SEPARATOR + close:
+            return False
+        self._invokes = len(invokes)
+        for invoke_at, canonical in invokes:
+            self._take_invoke(invoke_at, canonical)
         return True
 
     def _on_invoke_head(self, at: int, stop: str) -> None:

@@ -29,15 +29,15 @@ def test_invalid_tools_are_refused_in_one_sentence(tools, message: str) -> None:
 def test_bare_function_objects_and_missing_parameters_are_accepted() -> None:
     tools = ToolSet.from_openai([{"name": "ping"}, {"type": "function", "function": {"name": "x"}}])
     assert "ping" in tools and "x" in tools and "y" not in tools
-    assert tools.violations("ping", {"anything": 1}) == []
+    assert tools.violations("ping", {"anything": 1}) == ()
 
 
 def test_violations_name_the_path() -> None:
     tools = ToolSet.from_openai(TOOLS)
     found = tools.violations("search", {"query": 1, "topn": 0, "filters": {"lang": 2}, "x": 1})
     assert sorted(v.path for v in found) == [(), ("filters", "lang"), ("query",), ("topn",)]
-    assert tools.violations("search", {"query": "ok", "source": "web"}) == []
-    assert tools.violations("unknown", {}) == []
+    assert tools.violations("search", {"query": "ok", "source": "web"}) == ()
+    assert tools.violations("unknown", {}) == ()
 
 
 def test_compiled_sets_are_cached_by_content() -> None:
@@ -45,3 +45,22 @@ def test_compiled_sets_are_cached_by_content() -> None:
     assert toolset_for([dict(t) for t in TOOLS]) is first  # equal JSON, same compiled set
     other = toolset_for(TOOLS[:1])
     assert other is not first and "search" not in other
+
+
+def test_an_identical_call_reuses_its_verdict() -> None:
+    tools = ToolSet.from_openai(TOOLS)
+    calls = 0
+    validator = tools.validators["search"]
+
+    class Counting:
+        def iter_errors(self, instance):
+            nonlocal calls
+            calls += 1
+            return validator.iter_errors(instance)
+
+    counted = ToolSet({"search": Counting()})
+    text = '{"query": 1}'
+    first = counted.violations("search", {"query": 1}, text)
+    assert counted.violations("search", {"query": 1}, text) == first and calls == 1
+    assert counted.violations("search", {"query": 1}) == first and calls == 2  # no text, no reuse
+    assert [v.path for v in first] == [("query",)]

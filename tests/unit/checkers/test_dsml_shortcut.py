@@ -1,4 +1,5 @@
-"""The whole-invoke shortcut gives exactly the verdict of the tag-by-tag reading."""
+"""The shortcuts (a whole canonical turn, a whole canonical invoke) give exactly the verdict
+of the tag-by-tag reading."""
 
 from __future__ import annotations
 
@@ -24,21 +25,27 @@ def _texts() -> list[str]:
     return texts
 
 
-def test_shortcut_and_tag_by_tag_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shortcuts_and_tag_by_tag_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = _texts()
     fast = [parse_dsml(t, TOOLSET) for t in texts]
-    taken = 0
-    original = DsmlStream._read_canonical_invoke
+    taken = {"turn": 0, "invoke": 0}
+    turn, invoke = DsmlStream._read_canonical_turn, DsmlStream._read_canonical_invoke
 
-    def counting(self, at, close):
-        nonlocal taken
-        done = original(self, at, close)
-        taken += done
+    def counting_turn(self):
+        done = turn(self)
+        taken["turn"] += done
         return done
 
-    monkeypatch.setattr(DsmlStream, "_read_canonical_invoke", counting)
+    def counting_invoke(self, at, close):
+        done = invoke(self, at, close)
+        taken["invoke"] += done
+        return done
+
+    monkeypatch.setattr(DsmlStream, "_read_canonical_turn", counting_turn)
+    monkeypatch.setattr(DsmlStream, "_read_canonical_invoke", counting_invoke)
     assert [parse_dsml(t, TOOLSET) for t in texts] == fast
-    assert taken > 500  # the shortcut really ran on most invokes
+    assert taken["turn"] > 400 and taken["invoke"] > 500  # both really ran, on many texts
+    monkeypatch.setattr(DsmlStream, "_read_canonical_turn", lambda self: False)
     monkeypatch.setattr(DsmlStream, "_read_canonical_invoke", lambda self, at, close: False)
     slow = [parse_dsml(t, TOOLSET) for t in texts]
     for text, a, b in zip(texts, fast, slow, strict=True):
