@@ -99,7 +99,7 @@ class ToolSet:
             known = self._memo.get((name, text))
             if known is not None:
                 return known
-        found = self._check(validator, arguments)
+        found = self._check(name, validator, arguments)
         if text is not None:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()
@@ -107,15 +107,22 @@ class ToolSet:
         return found
 
     @staticmethod
-    def _check(validator: Any, arguments: Mapping[str, Any]) -> tuple[Violation, ...]:
+    def _check(name: str, validator: Any, arguments: Mapping[str, Any]) -> tuple[Violation, ...]:
+        from referencing.exceptions import Unresolvable
+
         found = []
-        for error in validator.iter_errors(arguments):
-            message = error.message
-            if len(message) > _MESSAGE_CHARS:
-                message = message[: _MESSAGE_CHARS - 1] + "…"
-            found.append(Violation(tuple(error.absolute_path), message))
-            if len(found) == _MAX_VIOLATIONS:
-                break
+        try:
+            for error in validator.iter_errors(arguments):
+                message = error.message
+                if len(message) > _MESSAGE_CHARS:
+                    message = message[: _MESSAGE_CHARS - 1] + "…"
+                found.append(Violation(tuple(error.absolute_path), message))
+                if len(found) == _MAX_VIOLATIONS:
+                    break
+        except Unresolvable as e:  # a bad tool definition, not a defect of the turn
+            raise ValueError(
+                f"tool {name!r}: its schema has a $ref that cannot be resolved ({e})"
+            ) from None
         return tuple(found)
 
 

@@ -64,3 +64,19 @@ def test_an_identical_call_reuses_its_verdict() -> None:
     assert counted.violations("search", {"query": 1}, text) == first and calls == 1
     assert counted.violations("search", {"query": 1}) == first and calls == 2  # no text, no reuse
     assert [v.path for v in first] == [("query",)]
+
+
+def test_a_schema_reference_that_cannot_be_resolved_is_the_tools_fault() -> None:
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}}
+    tools = ToolSet.from_openai([{"name": "x", "parameters": remote}])
+    with pytest.raises(ValueError, match="'x': its schema has a \\$ref that cannot be resolved"):
+        tools.violations("x", {"a": 1})
+    local = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}},
+        "$defs": {"A": {"type": "string"}},
+    }
+    assert [
+        v.path
+        for v in ToolSet.from_openai([{"name": "y", "parameters": local}]).violations("y", {"a": 1})
+    ] == [("a",)]
