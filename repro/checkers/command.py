@@ -28,7 +28,10 @@ def check_command(
     outputs = [(path, _read_turn(path, chosen)) for path in files]  # all usage errors first
     dirty = defects = 0
     for path, output in outputs:
-        verdict = chosen.check(output, toolset)
+        try:
+            verdict = chosen.check(output, toolset)
+        except ValueError as e:  # a tool schema that cannot be applied (an unresolvable $ref)
+            raise UsageError(f"The tools file {tools} cannot be used: {e}.") from None
         dirty += not verdict.clean
         defects += len(verdict.defects)
         report = _json_line(path, verdict) if as_json else _human(path, output, verdict, chosen)

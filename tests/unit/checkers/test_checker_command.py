@@ -151,3 +151,11 @@ def test_the_console_command(files) -> None:
     assert [json.loads(line)["clean"] for line in dirty.stdout.splitlines()] == [True, False]
     bad_format = run("--tools", str(files["tools"]), "--format", "hermes", str(files["good"]))
     assert bad_format.returncode == 2 and "Unknown format 'hermes'" in bad_format.stderr
+
+
+def test_a_tool_schema_that_cannot_be_applied_is_a_usage_error(files, tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"location": {"$ref": "https://example.invalid/x"}}}
+    tools = tmp_path / "remote.json"
+    tools.write_text(json.dumps([{"name": "get_weather", "parameters": schema}]), encoding="utf-8")
+    with pytest.raises(UsageError, match="cannot be used: tool 'get_weather'"):
+        check_command(tools, [files["good"]])
