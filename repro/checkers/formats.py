@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from repro.checkers.dsml.markers import EOS
+from repro.checkers.dsml.markers import EOS, THINK_CLOSE
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.free_text import check_free_text
 from repro.checkers.kinds import Kind
@@ -38,10 +38,23 @@ def _verdict(calls: tuple[ToolCall, ...], defects: list[Defect]) -> Verdict:
 
 
 def check_dsml_v32(output: AssistantOutput, tools: ToolSet) -> Verdict:
-    """Parse the content as raw DSML; the reasoning must be plain text."""
-    content = parse_dsml(output.content, tools, output.finish_reason)
-    reasoning = check_free_text(output.reasoning, "reasoning", Where.REASONING)
-    return _verdict(content.calls, [*reasoning, *content.defects])
+    """Parse the content as raw DSML; the reasoning must be plain text.
+
+    With no separate reasoning, content holding `</think>` is a whole thinking-mode
+    completion (no reasoning parser ran): as DeepSeek's parser does (rule 1), the text up
+    to the first `</think>` is the reasoning. Offsets stay those of the content.
+    """
+    text, reasoning = output.content, output.reasoning
+    cut = text.find(THINK_CLOSE) if not reasoning else -1
+    if cut == -1:
+        parsed = parse_dsml(text, tools, output.finish_reason)
+        plain = check_free_text(reasoning, "reasoning", Where.REASONING)
+        return _verdict(parsed.calls, [*plain, *parsed.defects])
+    start = cut + len(THINK_CLOSE)
+    parsed = parse_dsml(text[start:], tools, output.finish_reason)
+    defects = check_free_text(text[:cut], "content", Where.REASONING)
+    defects += [Defect(d.kind, d.offset + start, d.message, d.field) for d in parsed.defects]
+    return _verdict(parsed.calls, defects)
 
 
 def check_openai_parsed(output: AssistantOutput, tools: ToolSet) -> Verdict:

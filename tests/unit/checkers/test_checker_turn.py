@@ -80,3 +80,19 @@ def test_finish_reason_length_turns_a_cut_block_into_truncated_call() -> None:
     cut = TWO_CALLS[: TWO_CALLS.index("2024")]
     assert kinds(AssistantOutput(content=cut, finish_reason="length"))[0][0] == "truncated_call"
     assert kinds(AssistantOutput(content=cut, finish_reason="stop"))[0][0] == "truncated_block"
+
+
+def test_a_whole_thinking_mode_completion_as_content() -> None:
+    """No reasoning parser ran: the text up to `</think>` is the reasoning (DeepSeek rule 1)."""
+    raw = "I should check the date.</think>" + TWO_CALLS
+    verdict = check_turn(AssistantOutput(content=raw), TOOLS)
+    assert verdict.clean and [c.name for c in verdict.calls] == ["get_weather", "get_date"]
+    # A block inside the reasoning is flagged there; later defects keep the content's offsets.
+    bad = "Plan: <｜DSML｜invoke</think>" + TWO_CALLS.replace("get_date", "get_time")
+    assert kinds(AssistantOutput(content=bad)) == [
+        ("markup_in_reasoning", "content", bad.index("<｜DSML")),
+        ("unknown_tool", "content", bad.index('<｜DSML｜invoke name="get_time"')),
+    ]
+    # With the reasoning given apart, `</think>` in content is a leak.
+    leak = AssistantOutput(content="Done.</think>", reasoning="thought")
+    assert kinds(leak) == [("special_token", "content", len("Done."))]

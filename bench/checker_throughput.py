@@ -1,0 +1,223 @@
+"""Checker throughput on one core, whole-text and streamed, against SGLang's detector.
+
+    python bench/checker_throughput.py [--repeats 5] [--record bench/RESULTS.md]
+
+Both sides read the same texts with the same tools, pinned to the same CPU, one after the
+other: ours is `parse_dsml` (whole) and `DsmlStream` fed 4-character chunks (about a token
+each); the peer is SGLang 0.5.23's `DeepSeekV32Detector.detect_and_parse` and
+`parse_streaming_increment`, run in SGLang's interpreter (bench/checker_peer_sglang.py).
+Each figure is the best of `--repeats` runs in CPU seconds; our JSON Schema verdicts start
+cold in every run. The peer only parses; we also validate schemas and scan the text.
+
+Corpora: "agent turns" is the checkers' zero-false-positive corpus (repro/checkers/corpus.py:
+prose and one to four calls, about 650 characters a turn); "long turns" are write_file calls
+carrying 2-20 KB of this interpreter's standard-library source, prose from its docstrings,
+and CJK text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from repro.checkers.corpus import TOOLS, samples
+from repro.checkers.dsml.encode import encode_completion
+from repro.checkers.dsml.stream import DsmlStream, parse_dsml
+from repro.checkers.toolset import ToolSet
+
+REPO = Path(__file__).resolve().parents[1]
+SGLANG_PYTHON = REPO / ".cache" / "sglang-0.5.23" / "bin" / "python"
+PEER = REPO / "bench" / "checker_peer_sglang.py"
+CHUNK_CHARS = 4
+# SGLang's streaming parser re-reads its growing buffer at every chunk (quadratic in the
+# text), so streaming is timed on the first turns of each corpus only, on both sides.
+STREAM_TURNS = {"agent turns": 400, "long turns": 15}
+TARGET_MB_S = 20.0
+SECTION = ("<!-- checker_throughput:start -->", "<!-- checker_throughput:end -->")
+
+
+def agent_turns() -> list[str]:
+    return [s.text for s in samples(2000, seed=1)]
+
+
+def long_turns() -> list[str]:
+    rng = random.Random(7)
+    library = Path(sysconfig.get_paths()["stdlib"])
+    sources = [
+        p.read_text(encoding="utf-8", errors="replace") for p in sorted(library.glob("*.py"))
+    ]
+    texts = []
+    for source in rng.sample(sources, 60):
+        start = rng.randrange(max(1, len(source) - 20_000))
+        chunk = source[start : start + rng.randint(2_000, 20_000)]
+        call = ("write_file", {"path": "src/module.py", "content": chunk})
+        texts.append(encode_completion([call], content="Writing the module now."))
+    modules = ("os", "re", "json", "typing", "argparse", "subprocess", "logging", "pathlib")
+    docs = [inspect.getdoc(__import__(m)) or "" for m in modules]
+    for _ in range(40):
+        prose = "\n\n".join(rng.choice(docs) for _ in range(3))
+        calls = [("search", {"query": prose[:80], "topn": 5})] if rng.random() < 0.5 else []
+        texts.append(encode_completion(calls, content=prose))
+    for _ in range(20):
+        cjk = "".join(
+            chr(rng.randint(0x4E00, 0x9FA5)) if rng.random() < 0.92 else "，" for _ in range(8_000)
+        )
+        texts.append(encode_completion([], content=cjk))
+    return texts
+
+
+def _best_cpu_s(run, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        tools = ToolSet.from_openai(TOOLS)  # compiled outside the clock, verdicts cold
+        start = time.process_time()
+        run(tools)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def ours(texts: list[str], streamed: list[str], repeats: int) -> dict[str, float]:
+    chunked = [[t[i : i + CHUNK_CHARS] for i in range(0, len(t), CHUNK_CHARS)] for t in streamed]
+
+    def whole(tools: ToolSet) -> None:
+        for text in texts:
+            parse_dsml(text, tools)
+
+    def stream(tools: ToolSet) -> None:
+        for chunks in chunked:
+            s = DsmlStream(tools)
+            for chunk in chunks:
+                s.feed(chunk)
+            s.finish()
+
+    return {"whole_s": _best_cpu_s(whole, repeats), "stream_s": _best_cpu_s(stream, repeats)}
+
+
+def peer(corpora: dict[str, list[str]], repeats: int, python: Path) -> dict[str, dict[str, float]]:
+    job = {
+        "tools": TOOLS,
+        "corpora": corpora,
+        "stream_turns": STREAM_TURNS,
+        "chunk_chars": CHUNK_CHARS,
+        "repeats": repeats,
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8", delete=False) as f:
+        json.dump(job, f)
+    try:
+        done = subprocess.run(
+            [str(python), str(PEER), f.name],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=1800,
+        )
+    finally:
+        os.unlink(f.name)
+    return json.loads(done.stdout)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _mb(texts: list[str]) -> float:
+    return sum(len(t.encode("utf-8")) for t in texts) / 1e6
+
+
+def report(corpora, mine, theirs, loads, command: str) -> str:
+    lines = [
+        "## Checker throughput",
+        "",
+        SECTION[0],
+        f"`{command}` — {time.strftime('%Y-%m-%d')}, {_cpu_model()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, pinned to one core; load average "
+        f"{loads[0]:.2f} before, {loads[1]:.2f} after.",
+        "",
+        "| corpus | turns | MB | ours whole MB/s | µs/turn | SGLang whole MB/s | ratio | "
+        "ours streamed MB/s | SGLang streamed MB/s | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, texts in corpora.items():
+        mb = _mb(texts)
+        stream_mb = _mb(texts[: STREAM_TURNS[name]])
+        a, b = mine[name], theirs[name]
+        lines.append(
+            f"| {name} | {len(texts)} | {mb:.2f} | {mb / a['whole_s']:.1f} | "
+            f"{a['whole_s'] / len(texts) * 1e6:.0f} | {mb / b['whole_s']:.1f} | "
+            f"{b['whole_s'] / a['whole_s']:.2f} | {stream_mb / a['stream_s']:.1f} | "
+            f"{stream_mb / b['stream_s']:.2f} | {b['stream_s'] / a['stream_s']:.0f} |"
+        )
+    total_mb = sum(_mb(texts) for texts in corpora.values())
+    total_s = sum(m["whole_s"] for m in mine.values())
+    lines += [
+        "",
+        f"All corpora together, whole text: {total_mb / total_s:.1f} MB/s "
+        f"(target {TARGET_MB_S:.0f} MB/s). Ratio = our speed ÷ SGLang's (above 1: faster). "
+        "MB are UTF-8 megabytes. Streamed: 4-character chunks, on the first "
+        + " and ".join(f"{n} {name}" for name, n in STREAM_TURNS.items())
+        + " (SGLang's streaming parser is quadratic in the text).",
+        SECTION[1],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def record(path: Path, section: str) -> None:
+    """Replace this bench's section of RESULTS.md (between its markers), keep the rest."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    start, end = text.find("## Checker throughput"), text.find(SECTION[1])
+    if start != -1 and end != -1:
+        text = text[:start] + section + text[end + len(SECTION[1]) :].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sglang-python", type=Path, default=SGLANG_PYTHON)
+    parser.add_argument("--record", type=Path, help="write the results section into this file")
+    args = parser.parse_args()
+    if not args.sglang_python.exists():
+        sys.exit(f"No SGLang interpreter at {args.sglang_python}; run scripts/build-sglang-env.")
+    core = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})  # the peer inherits the same single core
+    before = os.getloadavg()[0]
+    if before > 1.0:
+        print(f"warning: load average {before:.2f}; figures will be low, rerun when idle")
+    corpora = {"agent turns": agent_turns(), "long turns": long_turns()}
+    tools = ToolSet.from_openai(TOOLS)
+    for name, texts in corpora.items():  # time the healthy path, not error handling
+        assert not any(parse_dsml(t, tools).defects for t in texts), f"{name}: a defect"
+    mine = {
+        name: ours(texts, texts[: STREAM_TURNS[name]], args.repeats)
+        for name, texts in corpora.items()
+    }
+    theirs = peer(corpora, args.repeats, args.sglang_python)
+    command = "python bench/checker_throughput.py" + (
+        f" --repeats {args.repeats}" if args.repeats != 5 else ""
+    )
+    section = report(corpora, mine, theirs, (before, os.getloadavg()[0]), command)
+    print(section)
+    if args.record:
+        record(args.record, section)
+
+
+if __name__ == "__main__":
+    main()
