@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from repro import cli_options as o
+from repro.bisect.campaign import FlagCampaign
 from repro.bisect.sprt import SprtSettings
 from repro.errors import EXIT_INTERRUPTED, ReproError
 
@@ -51,6 +52,7 @@ Out = Annotated[
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")]
 _SPRT = SprtSettings.model_fields
+_OUT_DEFAULT: Path = FlagCampaign.model_fields["out_dir"].default
 
 
 @contextlib.contextmanager
@@ -97,7 +99,7 @@ def flags(
     turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
     stall_after: o.StallAfter = o.default("stall_after_s"),
     abort_rate: o.AbortRate = o.default("abort_rate"),
-    out: Out = Path("results"),
+    out: Out = _OUT_DEFAULT,
     url: o.Url = None,
     backend: o.Backend = o.default("backend"),
     profile: o.ProfileOpt = None,
@@ -168,7 +170,7 @@ def matrix(
     turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
     stall_after: o.StallAfter = o.default("stall_after_s"),
     abort_rate: o.AbortRate = o.default("abort_rate"),
-    out: Out = Path("results"),
+    out: Out = _OUT_DEFAULT,
     url: o.Url = None,
     backend: o.Backend = o.default("backend"),
     profile: o.ProfileOpt = None,
@@ -215,9 +217,12 @@ def _sprt(p0: float, p1: float, alpha: float, beta: float, cap: int) -> SprtSett
         return SprtSettings(p0=p0, p1=p1, alpha=alpha, beta=beta, max_sessions=cap)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = "--" + ".".join(str(p) for p in first["loc"]).replace("_", "-")
         message = first["msg"].removeprefix("Value error, ")
-        raise UsageError(f"Invalid {where if first['loc'] else 'statistics'}: {message}.") from None
+        if not first["loc"]:
+            raise UsageError(f"Invalid statistics: {message} (--p0, --p1).") from None
+        field = str(first["loc"][0])
+        flag = "--sessions-cap" if field == "max_sessions" else f"--{field}"
+        raise UsageError(f"Invalid {flag}: {message}.") from None
 
 
 def _factors(items: list[str]) -> dict[str, tuple[str, ...]]:
