@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from repro.spec import DEFAULT_PROFILES
-
-from .conftest import FAST, processes_with_ports, repro
+from tests.e2e.conftest import FAST, processes_with_ports, repro
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
