@@ -10,6 +10,7 @@ invoke is wholly well formed.
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import IntEnum, auto
 
@@ -48,6 +49,16 @@ _SEPARATOR = ">\n"
 _NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
+
+
+@functools.cache
+def _content_stops(dialect: Dialect) -> tuple[str, ...]:
+    """Where content ends: EOS, this dialect's block opener, another generation's."""
+    return (
+        EOS,
+        dialect.block_opener,
+        *(f"<{DSML}{name}" for name in dialect.foreign_block_names),
+    )
 
 
 class _State(IntEnum):  # an IntEnum: states are compared and hashed on every step
@@ -109,11 +120,7 @@ class DsmlStream:
         self._dialect = dialect
         self._field = field
         self._step_chars = max(1, step_chars)
-        self._content_stops = (
-            EOS,
-            dialect.block_opener,
-            *(f"<{DSML}{name}" for name in dialect.foreign_block_names),
-        )
+        self._content_stops = _content_stops(dialect)
         self._tb = TextBuffer()
         self._final = False
         self._done = False
@@ -149,9 +156,10 @@ class DsmlStream:
             self._absorb()
             self._final = True
             self._run()
-            defects = set(self._defects) | set(self._watch.defects(self._field))
-            ordered = sorted(defects, key=lambda d: (d.offset, d.kind, d.message))
-            self._verdict = Verdict(tuple(self._calls), tuple(ordered))
+            defects = self._defects + self._watch.defects(self._field)
+            if len(defects) > 1:  # one finding may reach here by two paths: keep it once
+                defects = sorted(set(defects), key=lambda d: (d.offset, d.kind, d.message))
+            self._verdict = Verdict(tuple(self._calls), tuple(defects))
         return self._verdict
 
     def _absorb(self) -> None:
