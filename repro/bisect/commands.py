@@ -13,19 +13,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from repro import cli_options as o
 from repro.bisect.campaign import FlagCampaign
 from repro.bisect.sprt import SprtSettings
-from repro.errors import EXIT_INTERRUPTED, ReproError
+from repro.cli_options import console, errors
+from repro.errors import EXIT_INTERRUPTED
 
 app = typer.Typer(
     help="Search configurations for what triggers corruption, with sequential statistics.",
     no_args_is_help=True,
 )
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
 
 STATS = "Statistics (SPRT per trial)"
 
@@ -55,14 +53,20 @@ _SPRT = SprtSettings.model_fields
 _OUT_DEFAULT: Path = FlagCampaign.model_fields["out_dir"].default
 
 
+STATISTICS = {
+    "p0": (P0, _SPRT["p0"].default),
+    "p1": (P1, _SPRT["p1"].default),
+    "alpha": (Alpha, _SPRT["alpha"].default),
+    "beta": (Beta, _SPRT["beta"].default),
+    "sessions_cap": (Cap, _SPRT["max_sessions"].default),
+}
+
+
 @contextlib.contextmanager
-def exit_on_error() -> Iterator[None]:
-    """One sentence and an exit code for a ReproError; Ctrl-C says how to resume."""
+def resume_on_interrupt() -> Iterator[None]:
+    """Ctrl-C says how to resume: every finished wave is already in the trial cache."""
     try:
         yield
-    except ReproError as exc:
-        errors.print(f"[red]error:[/] {exc}", markup=True, soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         errors.print(
             "interrupted: every finished wave is in the trial cache; run the same command "
@@ -71,45 +75,21 @@ def exit_on_error() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+def _split(options: dict[str, Any]) -> tuple[SprtSettings, dict[str, Any]]:
+    """The statistics options as SprtSettings; the rest for build_spec."""
+    stats = {k: options.pop(k) for k in STATISTICS}
+    return _sprt(**stats), options
+
+
 @app.command()
+@o.with_options(STATISTICS, o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def flags(
+    options: dict[str, Any],
     bad: Annotated[str, typer.Option("--bad", help="the failing configuration, K=V,...")],
     good: Annotated[str, typer.Option("--good", help="the clean configuration, K=V,...")],
     json_out: JsonOut = False,
-    p0: P0 = _SPRT["p0"].default,
-    p1: P1 = _SPRT["p1"].default,
-    alpha: Alpha = _SPRT["alpha"].default,
-    beta: Beta = _SPRT["beta"].default,
-    sessions_cap: Cap = _SPRT["max_sessions"].default,
     sessions: WaveSessions = o.default("sessions"),
-    concurrency: o.Concurrency = None,
-    topology: o.Topology = None,
-    hicache: o.HiCache = None,
-    index_k: o.IndexK = None,
-    topk_v2: o.TopkV2 = None,
-    custom_kernels: o.CustomKernels = None,
-    cuda_graph: o.CudaGraph = None,
-    router: o.Router = None,
-    knob: o.Knob = None,
-    scenario: o.Scenario = o.default("scenario"),
-    seed: o.Seed = o.default("seed"),
-    context_max: o.ContextMax = o.default("context_max_tokens"),
-    max_turns: o.MaxTurns = o.default("max_turns"),
-    ramp_up: o.RampUp = o.default("ramp_up_s"),
-    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
-    stall_after: o.StallAfter = o.default("stall_after_s"),
-    abort_rate: o.AbortRate = o.default("abort_rate"),
     out: Out = _OUT_DEFAULT,
-    url: o.Url = None,
-    backend: o.Backend = o.default("backend"),
-    profile: o.ProfileOpt = None,
-    model_path: o.ModelPath = None,
-    settings: o.Settings = None,
-    server_python: o.ServerPython = None,
-    server_args: o.ServerArgs = None,
-    port: o.Port = None,
-    health_timeout: o.HealthTimeout = None,
-    model: o.Model = None,
 ) -> None:
     """Find the whole conjunction of knobs that turns --good into --bad's corruption.
 
@@ -118,17 +98,17 @@ def flags(
     Both endpoints are measured first; then each differing knob is reverted from bad and
     classed needed, amplifier, irrelevant or unknown; the culprit is confirmed from good.
     """
-    options = dict(locals())
     from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
     from repro.bisect.render import render_flag_report
     from repro.knobs import parse_assignments
 
-    with exit_on_error():
+    with o.exit_on_error(), resume_on_interrupt():
+        sprt, run_options = _split(options)
         campaign = FlagCampaign.build(
-            run=o.build_spec(**_run_fields(options)),
+            run=o.build_spec(**run_options, sessions=sessions),
             bad=parse_assignments([bad]),
             good=parse_assignments([good]),
-            sprt=_sprt(p0, p1, alpha, beta, sessions_cap),
+            sprt=sprt,
             out_dir=out,
         )
         report = _with_progress(lambda progress: bisect_flags(campaign, progress=progress))
@@ -139,7 +119,9 @@ def flags(
 
 
 @app.command()
+@o.with_options(STATISTICS, o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def matrix(
+    options: dict[str, Any],
     factor: Annotated[
         list[str],
         typer.Option("--factor", help="a knob and its values, K=V1,V2 (repeatable)"),
@@ -147,52 +129,20 @@ def matrix(
     fraction: Annotated[
         bool, typer.Option("--fraction", help="a resolution-IV fraction instead of every cell")
     ] = False,
-    p0: P0 = _SPRT["p0"].default,
-    p1: P1 = _SPRT["p1"].default,
-    alpha: Alpha = _SPRT["alpha"].default,
-    beta: Beta = _SPRT["beta"].default,
-    sessions_cap: Cap = _SPRT["max_sessions"].default,
     sessions: WaveSessions = o.default("sessions"),
-    concurrency: o.Concurrency = None,
-    topology: o.Topology = None,
-    hicache: o.HiCache = None,
-    index_k: o.IndexK = None,
-    topk_v2: o.TopkV2 = None,
-    custom_kernels: o.CustomKernels = None,
-    cuda_graph: o.CudaGraph = None,
-    router: o.Router = None,
-    knob: o.Knob = None,
-    scenario: o.Scenario = o.default("scenario"),
-    seed: o.Seed = o.default("seed"),
-    context_max: o.ContextMax = o.default("context_max_tokens"),
-    max_turns: o.MaxTurns = o.default("max_turns"),
-    ramp_up: o.RampUp = o.default("ramp_up_s"),
-    turn_timeout: o.TurnTimeout = o.default("turn_timeout_s"),
-    stall_after: o.StallAfter = o.default("stall_after_s"),
-    abort_rate: o.AbortRate = o.default("abort_rate"),
     out: Out = _OUT_DEFAULT,
-    url: o.Url = None,
-    backend: o.Backend = o.default("backend"),
-    profile: o.ProfileOpt = None,
-    model_path: o.ModelPath = None,
-    settings: o.Settings = None,
-    server_python: o.ServerPython = None,
-    server_args: o.ServerArgs = None,
-    port: o.Port = None,
-    health_timeout: o.HealthTimeout = None,
-    model: o.Model = None,
 ) -> None:
     """Measure every cell of a factorial (or a resolution-IV fraction): a table of rates."""
-    options = dict(locals())
     from repro.bisect.campaign import MatrixCampaign, bisect_matrix
     from repro.bisect.render import render_matrix
 
-    with exit_on_error():
+    with o.exit_on_error(), resume_on_interrupt():
+        sprt, run_options = _split(options)
         campaign = MatrixCampaign.build(
-            run=o.build_spec(**_run_fields(options)),
+            run=o.build_spec(**run_options, sessions=sessions),
             factors=_factors(factor),
             fraction=fraction,
-            sprt=_sprt(p0, p1, alpha, beta, sessions_cap),
+            sprt=sprt,
             out_dir=out,
         )
         report, parquet = _with_progress(
@@ -208,13 +158,13 @@ def _with_progress(call: Any) -> Any:
         return call(progress)
 
 
-def _sprt(p0: float, p1: float, alpha: float, beta: float, cap: int) -> SprtSettings:
+def _sprt(p0: float, p1: float, alpha: float, beta: float, sessions_cap: int) -> SprtSettings:
     from pydantic import ValidationError
 
     from repro.errors import UsageError
 
     try:
-        return SprtSettings(p0=p0, p1=p1, alpha=alpha, beta=beta, max_sessions=cap)
+        return SprtSettings(p0=p0, p1=p1, alpha=alpha, beta=beta, max_sessions=sessions_cap)
     except ValidationError as exc:
         first = exc.errors()[0]
         message = first["msg"].removeprefix("Value error, ")
@@ -239,33 +189,3 @@ def _factors(items: list[str]) -> dict[str, tuple[str, ...]]:
             raise UsageError(f"--factor {name} is given twice; list all its values once.")
         factors[name] = split
     return factors
-
-
-_NOT_RUN_FIELDS = {
-    "bad",
-    "good",
-    "json_out",
-    "factor",
-    "fraction",
-    "p0",
-    "p1",
-    "alpha",
-    "beta",
-    "sessions_cap",
-    "out",
-}
-_RENAMES = {
-    "ramp_up": "ramp_up_s",
-    "turn_timeout": "turn_timeout_s",
-    "stall_after": "stall_after_s",
-    "health_timeout": "health_timeout_s",
-}
-
-
-def _run_fields(options: dict[str, Any]) -> dict[str, Any]:
-    """Command parameters to build_spec keywords (option names -> RunSpec field names)."""
-    return {
-        _RENAMES.get(k, k): v
-        for k, v in options.items()
-        if k not in _NOT_RUN_FIELDS and not k.startswith("_")
-    }
