@@ -32,10 +32,14 @@ def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topolog
     turns = pq.read_table(out / "turns.parquet").to_pandas()
     assert len(turns) == s["turns"] and set(turns.session_id) == set(range(6))
     for _, session in turns.sort_values("turn").groupby("session_id"):
-        assert session.prompt_tokens.is_monotonic_increasing and session.prompt_tokens.iloc[0] > 1_000
+        assert (
+            session.prompt_tokens.is_monotonic_increasing and session.prompt_tokens.iloc[0] > 1_000
+        )
     assert (turns.first_token_at_s - turns.sent_at_s).gt(0).all()
     spec = json.loads((out / "spec.json").read_text())
-    assert [r["name"] for r in spec["roles"]] == (["single"] if topology == "single" else ["prefill", "decode", "router"])
+    assert [r["name"] for r in spec["roles"]] == (
+        ["single"] if topology == "single" else ["prefill", "decode", "router"]
+    )
     assert {p.name for p in (out / "logs").iterdir()} == {f"{r['name']}.log" for r in spec["roles"]}
     engines = ["single"] if topology == "single" else ["prefill", "decode"]
     for name in engines:
@@ -44,11 +48,18 @@ def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topolog
     assert engine_processes(out) == []
 
 
-def test_tool_parser_off_puts_raw_dsml_in_content_and_it_is_still_judged(tmp_path: Path) -> None:
-    out = tmp_path / "raw"
-    done = repro("run", "--sessions", "3", "--topology", "single", "--knob", "tool_parser=off", *FAST, "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    turns = pq.read_table(out / "turns.parquet").to_pandas()
-    with_calls = turns[turns.n_calls > 0]
-    assert len(with_calls) >= 6 and with_calls.content.str.contains("<\uff5cDSML\uff5cfunction_calls>").all()
-    assert summary(out)["turns_corrupted"] == 0
+def test_both_ways_of_returning_calls_are_judged(tmp_path: Path) -> None:
+    """Parser off (the sim's default): raw DSML in content; on: SGLang-style tool_calls."""
+    dsml = "<\uff5cDSML\uff5cfunction_calls>"
+    for parser in ("off", "on"):
+        out = tmp_path / parser
+        knob = ["--knob", f"tool_parser={parser}"]
+        done = repro(
+            "run", "--sessions", "3", "--topology", "single", *knob, *FAST, "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        turns = pq.read_table(out / "turns.parquet").to_pandas()
+        with_calls = turns[turns.n_calls > 0]
+        assert len(with_calls) >= 6 and summary(out)["turns_corrupted"] == 0
+        assert with_calls.content.str.contains(dsml).all() == (parser == "off")
+        assert with_calls.content.str.contains(dsml).any() == (parser == "off")
