@@ -1,10 +1,11 @@
 """The peer in bench/checker_throughput.py: SGLang's DeepSeekV32Detector on the same texts.
 
-Run by the bench in SGLang's interpreter, pinned to the same core:
+Run by the bench in SGLang's interpreter, on the same core:
     .cache/sglang-0.5.23/bin/python bench/checker_peer_sglang.py JOB.json
 JOB.json holds {"tools", "corpora": {name: [text, ...]}, "stream_turns": {name: n},
-"chunk_chars", "repeats"} (streaming reads the first n texts of a corpus); the reply
-on stdout is {name: {"whole_s", "stream_s"}}: the best of `repeats` runs, CPU seconds.
+"chunk_chars"}. Then each stdin line {"corpus": name, "mode": "whole" | "stream"} is one
+timed run, answered by a line {"cpu_s": seconds}: the bench alternates these with its own
+runs, so a burst of load on the shared machine hits both sides alike.
 """
 
 from __future__ import annotations
@@ -32,42 +33,36 @@ def _import_detector():
     return DeepSeekV32Detector, Tool
 
 
-def _best(run, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
-
-
 def main() -> None:
     logging.disable(logging.CRITICAL)
     job = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     detector_class, tool = _import_detector()
     tools = [tool(**t) for t in job["tools"]]
     size = job["chunk_chars"]
-    reply = {}
-    for name, texts in job["corpora"].items():
-        streamed = texts[: job["stream_turns"][name]]
-        chunked = [[t[i : i + size] for i in range(0, len(t), size)] for t in streamed]
+    texts = job["corpora"]
+    chunked = {
+        name: [[t[i : i + size] for i in range(0, len(t), size)] for t in corpus[:n]]
+        for (name, corpus), n in zip(texts.items(), job["stream_turns"].values(), strict=True)
+    }
 
-        def whole(texts=texts):
-            for text in texts:
-                detector_class().detect_and_parse(text, tools)
+    def whole(name: str) -> None:
+        for text in texts[name]:
+            detector_class().detect_and_parse(text, tools)
 
-        def stream(chunked=chunked):
-            for chunks in chunked:
-                detector = detector_class()
-                for chunk in chunks:
-                    detector.parse_streaming_increment(chunk, tools)
-                detector.finish(tools)
+    def stream(name: str) -> None:
+        for chunks in chunked[name]:
+            detector = detector_class()
+            for chunk in chunks:
+                detector.parse_streaming_increment(chunk, tools)
+            detector.finish(tools)
 
-        reply[name] = {
-            "whole_s": _best(whole, job["repeats"]),
-            "stream_s": _best(stream, job["repeats"]),
-        }
-    print(json.dumps(reply))
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        run = whole if request["mode"] == "whole" else stream
+        start = time.process_time()
+        run(request["corpus"])
+        print(json.dumps({"cpu_s": time.process_time() - start}), flush=True)
 
 
 if __name__ == "__main__":
