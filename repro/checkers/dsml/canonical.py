@@ -11,10 +11,14 @@ import re
 from typing import NamedTuple
 
 from repro.checkers.dsml.markers import DSML, INVOKE_OPEN
+from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.json_codec import read_json
 
 _HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
-_PARAM = re.compile(f'<{DSML}parameter name="([^"<>\n]*)" string="(true|false)">')
+# A name longer than KEY_MAX_CHARS puts the tag's `>` past the state machine's limit.
+_PARAM = re.compile(
+    f'<{DSML}parameter name="([^"<>\n]{{0,{KEY_MAX_CHARS}}})" string="(true|false)">'
+)
 _PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
 NEXT_INVOKE = f">\n{INVOKE_OPEN}"  # what follows an invoke when another comes next
 

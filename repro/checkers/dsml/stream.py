@@ -26,7 +26,7 @@ from repro.checkers.dsml.markers import (
     Dialect,
 )
 from repro.checkers.dsml.segment_scan import SegmentScan
-from repro.checkers.dsml.tags import Flaw, invoke_name, param_head, value_end
+from repro.checkers.dsml.tags import HEAD_LIMIT_CHARS, Flaw, invoke_name, param_head, value_end
 from repro.checkers.dsml.text_buffer import TextBuffer
 from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import offset_in_json, strings_in
@@ -43,7 +43,6 @@ from repro.checkers.text_watch import TextWatch
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import Defect, ToolCall, Verdict
 
-HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
 STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
 _SEPARATOR = ">\n"
 _NON_SPACE = re.compile(r"\S")

@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from repro.checkers.kinds import Kind
 
+HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
+# The longest parameter name a tag can carry within that limit: the `>` of
+# ` name="KEY" string="false">` must come before it.
+KEY_MAX_CHARS = HEAD_LIMIT_CHARS - len(' name="" string="false">')
+
 # Rule 4 as DeepSeek writes it: `^\s*name="(.*?)">\n$`; Python's `$` also matches before
 # one final newline, which is what lets a zero-argument invoke's blank line through.
 _INVOKE_HEAD = re.compile(r'\s*name="(.*?)">\n\n?\Z', re.DOTALL)

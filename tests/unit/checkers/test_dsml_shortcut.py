@@ -10,8 +10,11 @@ from dsml_corruptions import corrupt
 from dsml_samples import TWO_CALLS
 
 from repro.checkers.corpus import TOOLS, samples
+from repro.checkers.dsml.encode import encode_completion
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
+from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import Verdict
 
 TOOLSET = ToolSet.from_openai(TOOLS)
 CORPUS = samples(400, seed=31)
@@ -50,3 +53,20 @@ def test_shortcuts_and_tag_by_tag_agree(monkeypatch: pytest.MonkeyPatch) -> None
     slow = [parse_dsml(t, TOOLSET) for t in texts]
     for text, a, b in zip(texts, fast, slow, strict=True):
         assert a == b, text
+
+
+def _tag_by_tag(text: str) -> Verdict:
+    stream = DsmlStream(TOOLSET)
+    stream._read_canonical_turn = lambda: False
+    stream._read_canonical_invoke = lambda at, close: False
+    stream.feed(text)
+    return stream.finish()
+
+
+@pytest.mark.parametrize("value", ["v", True])
+def test_a_parameter_name_too_long_for_the_tag_limit_is_read_tag_by_tag(value) -> None:
+    """The state machine wants a parameter tag's `>` within HEAD_LIMIT_CHARS: the shortcuts
+    agree on every name length around that limit."""
+    for n in range(KEY_MAX_CHARS - 3, KEY_MAX_CHARS + 4):
+        text = encode_completion([("run_sql", {"sql": "x", "k" * n: value})], content="Go.")
+        assert parse_dsml(text, TOOLSET) == _tag_by_tag(text), n
