@@ -7,6 +7,7 @@ these are built once, which matters at one call per parameter.
 from __future__ import annotations
 
 import json
+from json.encoder import c_make_encoder, encode_basestring
 
 
 def _refuse_constant(name: str) -> float:
@@ -36,6 +37,19 @@ def read_json(text: str) -> object:
     return _DECODER.decode(text)
 
 
+# json.dumps builds its C encoder afresh on every call; the same encoder, built once. It
+# skips the check for circular references: arguments are parsed JSON, which has none.
+_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
+
+
 def arguments_text(arguments: dict) -> str:
     """Arguments as SGLang writes them for the client, byte for byte."""
-    return _ENCODER.encode(arguments)
+    if _ENCODE is None:
+        return _ENCODER.encode(arguments)
+    return "".join(_ENCODE(arguments, 0))

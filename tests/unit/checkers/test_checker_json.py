@@ -48,3 +48,10 @@ def test_what_is_not_strict_json_is_refused(text: str) -> None:
 @given(st.dictionaries(st.text(), _json, max_size=4))
 def test_arguments_are_written_as_sglang_writes_them(arguments: dict) -> None:
     assert arguments_text(arguments) == json.dumps(arguments, ensure_ascii=False)
+
+
+def test_arguments_text_spells_numbers_as_json_dumps_does() -> None:
+    # 1e999 reads as JSON to infinity, which json.dumps spells `Infinity`.
+    arguments = {"a": read_json("1e999"), "b": -0.0, "c": 10**30, "d": [1e-05, {"e": None}]}
+    assert arguments_text(arguments) == json.dumps(arguments, ensure_ascii=False)
+    assert arguments_text({}) == "{}"
