@@ -23,6 +23,14 @@ MOJIBAKE = re.compile(
 MOJIBAKE_START = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
 # Any character a defect starts with, as one class: one fast pass over clean text.
 SUSPECT = re.compile("[\x00\u0080-\u00ff\ud800-\udfff\ufffd]")
+# Exactly where a defect can start: NUL, C1, a surrogate or U+FFFD, or a mojibake lead
+# followed by a continuation. Accented letters are SUSPECT but rarely this. One class
+# first keeps the search a fast class scan (an alternation would not be); the lookbehind,
+# on the character just read, then asks whether it was a lead.
+_LEAD = "\u00c2-\u00f4"
+DEFECT_START = re.compile(
+    f"[\x00\u0080-\u009f{_LEAD}\ud800-\udfff\ufffd](?:(?<=[{_LEAD}])[{_CONT}]|(?<![{_LEAD}]))"
+)
 INVALID = re.compile("[\x00\u0080-\u009f\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 

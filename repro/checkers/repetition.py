@@ -43,9 +43,12 @@ class RepetitionProbe:
 
     def advance(self, buf: str, base: int, final: bool) -> None:
         end = base + len(buf)
+        # A probe finds a run only if at least MIN_RUN_CHARS follow it: at the end of the
+        # text, later probes could not, so they are not taken.
+        ahead = MIN_RUN_CHARS if final else LOOKAHEAD_CHARS
         while self.run is None:
             i = self.next_probe
-            if i + (PROBE_CHARS if final else LOOKAHEAD_CHARS) > end:
+            if i + ahead > end:
                 return
             self.run = self._probe(buf, base, i, end)
             self.next_probe = i + PROBE_STRIDE_CHARS

@@ -7,6 +7,7 @@ decode tends to spread U+FFFD through the rest of a turn.
 from __future__ import annotations
 
 from repro.checkers.char_scan import (
+    DEFECT_START,
     INVALID,
     MATCH_MAX_CHARS,
     MOJIBAKE,
@@ -60,8 +61,13 @@ class TextWatch:
         if region.isascii():
             if "\x00" not in region:
                 return  # the usual case, at memory speed
-        elif SUSPECT.search(region) is None:
-            return  # CJK, DSML bars, emoji: none of the characters a defect starts with
+        else:
+            first = SUSPECT.search(region)
+            if first is None:
+                return  # CJK, DSML bars, emoji: none of the characters a defect starts with
+            # Accented letters: look closer, from the first one (a match may end at `hi`).
+            if DEFECT_START.search(buf, lo + first.start(), hi + 1) is None:
+                return
         covered = set()  # positions inside mojibake: a C1 character there is part of it
         for m in MOJIBAKE_START.finditer(buf, lo):
             at = m.start() + base

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from repro.checkers import text_watch
 from repro.checkers.free_text import check_free_text
 from repro.checkers.markup_scan import Where, scan_markup
-from repro.checkers.repetition import MIN_RUN_CHARS, PROBE_STRIDE_CHARS, RepetitionProbe
+from repro.checkers.repetition import (
+    MIN_RUN_CHARS,
+    PROBE_CHARS,
+    PROBE_STRIDE_CHARS,
+    RepetitionProbe,
+)
 from repro.checkers.text_watch import TextWatch
 
 
@@ -174,3 +183,51 @@ def test_character_scan_in_pieces_matches_whole(step: int) -> None:
     assert [(str(d.kind), d.offset, d.message) for d in pieces.defects("content")] == whole
     assert [k for k, _, _ in whole] == ["mojibake", "invalid_char", "replacement_char"]
     assert "(59 more in content)" in whole[0][2]  # Ã\u0083 and â€™, thirty times each
+
+
+# Where character defects come from: accents, C1 controls, cp1252's continuation shapes,
+# U+FFFD, a surrogate, NUL, and ordinary text around them.
+_CHAR_SOUP = st.text(
+    st.sampled_from(list("aé ÃÂâðÜ»©€™’\u0083\u0085\u009f\ufffd\ud800\x00中｜\n") + ["x"] * 4),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_CHAR_SOUP, st.integers(1, 7))
+def test_the_close_look_at_accented_text_changes_no_finding(text: str, step: int) -> None:
+    """DEFECT_START lets accented text skip the full character scan: with it forced to
+    match, as before, the findings are the same, whole and in pieces."""
+
+    def findings(pieces: int) -> list[tuple[str, int, str]]:
+        w = TextWatch()
+        for end in range(pieces, len(text), pieces) if pieces else ():
+            w.advance(text[:end], 0, final=False)
+        w.advance(text, 0, final=True)
+        return [(str(d.kind), d.offset, d.message) for d in w.defects("content")]
+
+    fast = [findings(0), findings(step)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_watch, "DEFECT_START", re.compile(r"[\s\S]"))
+        assert [findings(0), findings(step)] == fast
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text("ab c", max_size=300),
+    st.text("ab", min_size=1, max_size=70),
+    st.integers(0, 40),
+    st.text("xy", max_size=200),
+)
+def test_probes_too_close_to_the_end_are_not_missed(before, unit, repeats, after) -> None:
+    """At the end of a text the probe skips probes that have no MIN_RUN_CHARS after them:
+    taking every probe, as before, finds the same run."""
+    text = before + unit * repeats + after
+    taken = RepetitionProbe()
+    taken.advance(text, 0, final=True)
+    every = RepetitionProbe()
+    for i in range(0, len(text) - PROBE_CHARS + 1, PROBE_STRIDE_CHARS):
+        if (run := every._probe(text, 0, i, len(text))) is not None:
+            assert taken.run == run
+            return
+    assert taken.run is None
