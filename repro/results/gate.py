@@ -67,6 +67,14 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
+def gate_records(run_dir: Path) -> list[dict]:
+    """The run's turns as dicts, read back from turns.parquet."""
+    import pyarrow.parquet as pq
+
+    path = run_dir / "turns.parquet"
+    return pq.read_table(path).to_pylist() if path.exists() else []
+
+
 def write_junit(
     path: Path, summary: RunSummary, records: Sequence[dict], verdict: GateVerdict
 ) -> None:
