@@ -33,7 +33,7 @@ _live_groups: set[int] = set()
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_leftover_groups() -> None:
     for pgid in list(_live_groups):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)

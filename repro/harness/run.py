@@ -23,7 +23,7 @@ import httpx
 from repro import __version__
 from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, UsageError
 from repro.harness.client import ChatClient, RunClock
-from repro.harness.launcher import Deployment, _kill_leftovers, launch
+from repro.harness.launcher import Deployment, kill_leftover_groups, launch
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.profile import Profile, load_profile
@@ -311,7 +311,7 @@ async def _on_signals(scope: anyio.CancelScope, progress: Progress | None) -> No
                     )
                 scope.cancel()
             elif time.monotonic() - first_at > 1.0:
-                _kill_leftovers()
+                kill_leftover_groups()
                 os._exit(EXIT_INTERRUPTED)
 
 
