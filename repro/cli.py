@@ -136,6 +136,40 @@ def check(
         raise typer.Exit(check_command(tools, files, format, as_json))
 
 
+@app.command()
+def report(
+    run_dir: Annotated[
+        Path, typer.Argument(help="a run folder (works on an interrupted or crashed run too)")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Summarise a run folder again, recomputed from its turns.parquet."""
+    from repro.results.reading import read_run
+    from repro.results.report import render_summary
+
+    with exit_on_error():
+        folder = read_run(run_dir)
+        if as_json:
+            console.print_json(data=folder.summary.to_dict())
+        else:
+            render_summary(folder.summary, run_dir, console)
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="run folder A")],
+    b: Annotated[Path, typer.Argument(help="run folder B")],
+) -> None:
+    """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
+    from repro.results.compare import compare as compare_runs
+    from repro.results.compare import render_comparison
+    from repro.results.reading import read_run
+
+    with exit_on_error():
+        first, second = read_run(a).summary, read_run(b).summary
+        render_comparison(first, second, compare_runs(first, second), console)
+
+
 def _mount_bisect() -> None:
     from repro.bisect.commands import app as bisect_app
 

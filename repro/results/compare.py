@@ -1,0 +1,53 @@
+"""Two runs against each other: their rates, intervals, and Fisher's exact test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from repro.knobs import describe
+from repro.results.stats import Rate, fisher_two_sided, wilson
+from repro.results.summary import RunSummary
+
+
+@dataclass(frozen=True, slots=True)
+class RateComparison:
+    what: str
+    a: Rate
+    b: Rate
+    p_value: float
+
+
+def compare(a: RunSummary, b: RunSummary) -> list[RateComparison]:
+    """Session and turn corruption of A and B, each with a two-sided Fisher exact p-value."""
+    rows = []
+    for what, ka, na, kb, nb in (
+        ("sessions corrupted", a.sessions_corrupted, a.sessions, b.sessions_corrupted, b.sessions),
+        ("turns corrupted", a.turns_corrupted, a.turns, b.turns_corrupted, b.turns),
+    ):
+        rows.append(
+            RateComparison(what, wilson(ka, na), wilson(kb, nb), fisher_two_sided(ka, na, kb, nb))
+        )
+    return rows
+
+
+def render_comparison(
+    a: RunSummary, b: RunSummary, rows: list[RateComparison], console: Console
+) -> None:
+    table = Table(title="repro compare", title_justify="left")
+    for column in ("", "A", "B", "Fisher p (two-sided)"):
+        table.add_column(column)
+    table.add_row("run", a.run_dir, b.run_dir, "")
+    changed = {k for k in a.config.keys() | b.config.keys() if a.config.get(k) != b.config.get(k)}
+    table.add_row(
+        "configuration differs in",
+        describe({k: a.config.get(k, "-") for k in sorted(changed)}) or "(same)",
+        describe({k: b.config.get(k, "-") for k in sorted(changed)}) or "(same)",
+        "",
+    )
+    for row in rows:
+        verdict = "differ" if row.p_value < 0.05 else "no significant difference"
+        table.add_row(row.what, str(row.a), str(row.b), f"{row.p_value:.3g} ({verdict})")
+    console.print(table)

@@ -1,0 +1,53 @@
+"""Reading run folders back (also crashed ones) and comparing two runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repro.errors import UsageError
+from repro.results.compare import compare
+from repro.results.reading import read_run
+from repro.results.store import RunStore
+from repro.results.summary import summarize
+from tests.unit.results.test_store import record
+
+
+def write_run(path: Path, corrupted: int, sessions: int = 80, finished: bool = True) -> Path:
+    store = RunStore(path)
+    store.write_spec({"config": {"index_k": "bf16"}, "engine": "repro-sim 0.1", "url": "http://x"})
+    records = [record(session_id=i, corrupted=i < corrupted) for i in range(sessions)]
+    for r in records:
+        store.append(r)
+    store.close()
+    if finished:
+        store.write_summary(summarize(records, config={"index_k": "bf16"}, wall_s=12.0).to_dict())
+    return path
+
+
+def test_a_finished_run_reads_back_with_its_figures(tmp_path: Path) -> None:
+    folder = read_run(write_run(tmp_path / "a", corrupted=12))
+    s = folder.summary
+    assert (s.sessions, s.sessions_corrupted, s.wall_s, s.interrupted) == (80, 12, 12.0, False)
+    assert len(folder.records) == 80 and s.config == {"index_k": "bf16"}
+
+
+def test_a_crashed_run_is_recomputed_from_its_turns(tmp_path: Path) -> None:
+    s = read_run(write_run(tmp_path / "crashed", corrupted=3, finished=False)).summary
+    assert s.sessions_corrupted == 3 and s.interrupted and "without writing summary.json" in s.error
+
+
+def test_not_a_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="is not a run folder"):
+        read_run(tmp_path)
+
+
+def test_compare_tells_12_of_80_from_0_of_80() -> None:
+    a = summarize([record(session_id=i, corrupted=i < 12) for i in range(80)], config={}, wall_s=1)
+    b = summarize([record(session_id=i) for i in range(80)], config={}, wall_s=1)
+    sessions, turns = compare(a, b)
+    assert sessions.what == "sessions corrupted" and sessions.a.k == 12 and sessions.b.k == 0
+    assert sessions.p_value < 0.001 and turns.p_value < 0.001
+    (same, _) = compare(a, a)
+    assert same.p_value == pytest.approx(1.0)
