@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from repro.checkers.schema_precheck import Check, compile_precheck
+
 _CACHE_SIZE = 64
 _MESSAGE_CHARS = 200
 _MAX_VIOLATIONS = 8  # per call: enough to see the pattern, bounded for a garbage object
@@ -36,11 +38,13 @@ class Violation:
 class ToolSet:
     """Declared tool names, each with its compiled validator (None: no `parameters`).
 
-    Verdicts are remembered per arguments text: a run's sessions repeat the same calls,
-    and a schema check costs tens of microseconds.
+    A call first meets its tool's precheck (schema_precheck.py), which confirms most valid
+    calls in a few microseconds; jsonschema judges the rest. Verdicts are remembered per
+    arguments text: a run's sessions repeat the same calls.
     """
 
     validators: Mapping[str, Any]
+    prechecks: Mapping[str, Check] = field(default_factory=dict, compare=False, repr=False)
     _memo: dict[tuple[str, str], tuple[Violation, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -80,7 +84,12 @@ class ToolSet:
                     f"tool {name!r}: parameters is not a valid JSON Schema ({e.message})"
                 ) from None
             validators[name] = validator_class(schema)
-        return cls(validators)
+        prechecks = {}
+        for name, validator in validators.items():
+            check = None if validator is None else compile_precheck(validator)
+            if check is not None:
+                prechecks[name] = check
+        return cls(validators, prechecks)
 
     def __contains__(self, name: object) -> bool:
         return name in self.validators
@@ -99,7 +108,11 @@ class ToolSet:
             known = self._memo.get((name, text))
             if known is not None:
                 return known
-        found = self._check(name, validator, arguments)
+        precheck = self.prechecks.get(name)
+        if precheck is not None and precheck(arguments):
+            found: tuple[Violation, ...] = ()
+        else:
+            found = self._check(name, validator, arguments)
         if text is not None:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()
