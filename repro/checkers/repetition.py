@@ -63,12 +63,13 @@ class RepetitionProbe:
                 return None
             period = j - k
             span = max(MIN_RUN_CHARS, MIN_REPEATS * period)
+            if i + span > end:
+                return None  # the text ends too soon, and later recurrences need more
             far, mid = k + span - period - 1, k + (span - period) // 2
             if (
-                i + span <= end
                 # Two single characters first: most recurrences of a probe in ordinary text
                 # are not runs, and this rejects them without copying anything.
-                and buf[far] == buf[far + period]
+                buf[far] == buf[far + period]
                 and buf[mid] == buf[mid + period]
                 and buf.startswith(buf[k : k + span - period], j)
             ):

@@ -13,6 +13,8 @@ from repro.checkers import text_watch
 from repro.checkers.free_text import check_free_text
 from repro.checkers.markup_scan import Where, scan_markup
 from repro.checkers.repetition import (
+    MAX_PERIOD_CHARS,
+    MIN_REPEATS,
     MIN_RUN_CHARS,
     PROBE_CHARS,
     PROBE_STRIDE_CHARS,
@@ -212,6 +214,24 @@ def test_the_close_look_at_accented_text_changes_no_finding(text: str, step: int
         assert [findings(0), findings(step)] == fast
 
 
+def _reference_run(text: str) -> tuple[int, int] | None:
+    """The documented rule, without shortcuts: every PROBE_STRIDE_CHARS, the next
+    PROBE_CHARS characters; their first four recurrences within MAX_PERIOD_CHARS each
+    tried as the period of max(MIN_RUN_CHARS, MIN_REPEATS * period) characters."""
+    for i in range(0, len(text) - PROBE_CHARS + 1, PROBE_STRIDE_CHARS):
+        probe, stop = text[i : i + PROBE_CHARS], min(len(text), i + PROBE_CHARS + MAX_PERIOD_CHARS)
+        j = text.find(probe, i + 1, stop)
+        for _ in range(4):
+            if j == -1:
+                break
+            period = j - i
+            span = max(MIN_RUN_CHARS, MIN_REPEATS * period)
+            if i + span <= len(text) and text[i : i + span - period] == text[j : i + span]:
+                return i, period
+            j = text.find(probe, j + 1, stop)
+    return None
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.text("ab c", max_size=300),
@@ -219,15 +239,26 @@ def test_the_close_look_at_accented_text_changes_no_finding(text: str, step: int
     st.integers(0, 40),
     st.text("xy", max_size=200),
 )
-def test_probes_too_close_to_the_end_are_not_missed(before, unit, repeats, after) -> None:
-    """At the end of a text the probe skips probes that have no MIN_RUN_CHARS after them:
-    taking every probe, as before, finds the same run."""
+def test_the_probes_shortcuts_find_what_the_rule_finds(before, unit, repeats, after) -> None:
+    """Probes too close to the end are not taken, recurrences too far for the text are not
+    tried: the run found is the one the rule finds (and its period)."""
     text = before + unit * repeats + after
-    taken = RepetitionProbe()
-    taken.advance(text, 0, final=True)
-    every = RepetitionProbe()
-    for i in range(0, len(text) - PROBE_CHARS + 1, PROBE_STRIDE_CHARS):
-        if (run := every._probe(text, 0, i, len(text))) is not None:
-            assert taken.run == run
-            return
-    assert taken.run is None
+    probe = RepetitionProbe()
+    probe.advance(text, 0, final=True)
+    expected = _reference_run(text)
+    assert (probe.run is None) == (expected is None)
+    if probe.run is not None and expected is not None:
+        assert probe.run.period_chars == expected[1]
+        assert probe.run.offset <= expected[0]  # traced back from the probe
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+@pytest.mark.parametrize("probes", [0, 1, 3])
+def test_a_run_that_ends_with_the_text_is_found_by_the_last_probe(probes, extra) -> None:
+    rng = random.Random(probes)
+    noise = "".join(rng.choice("xyz") for _ in range(probes * PROBE_STRIDE_CHARS))
+    text = noise + ("ab" * MIN_RUN_CHARS)[: MIN_RUN_CHARS + extra]
+    probe = RepetitionProbe()
+    probe.advance(text, 0, final=True)
+    assert _reference_run(text) == ((len(noise), 2) if extra >= 0 else None)
+    assert (probe.run is not None) == (extra >= 0)
