@@ -34,7 +34,16 @@ def read_json(text: str) -> object:
         return literal
     if text.isdigit() and text.isascii() and (text[0] != "0" or text == "0"):
         return int(text)
-    return _DECODER.decode(text)
+    # The decoder's own scanner, as decode() calls it, when the value fills the text;
+    # decode() itself for whitespace around it and for the error message.
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        end = -1
+    return value if end == len(text) else _DECODER.decode(text)
+
+
+_SCAN = _DECODER.scan_once
 
 
 # json.dumps builds its C encoder afresh on every call; the same encoder, built once. It

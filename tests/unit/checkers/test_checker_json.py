@@ -29,7 +29,19 @@ def test_reads_what_json_reads(value) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["0", "7", "12345678901234567890123", "true", "false", "null", "-3", "1.5e3", " 4 "]
+    "text",
+    [
+        "0",
+        "7",
+        "12345678901234567890123",
+        "true",
+        "false",
+        "null",
+        "-3",
+        "1.5e3",
+        " 4 ",
+        "[1, 2]\n",
+    ],
 )
 def test_the_shortcut_values_read_as_json_reads_them(text: str) -> None:
     value = read_json(text)
@@ -37,7 +49,7 @@ def test_the_shortcut_values_read_as_json_reads_them(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["007", "²", "٣", "NaN", "Infinity", "-Infinity", "[NaN]", "tru", ""]
+    "text", ["007", "²", "٣", "NaN", "Infinity", "-Infinity", "[NaN]", "tru", "", "[1] x", "{}{}"]
 )
 def test_what_is_not_strict_json_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
