@@ -42,6 +42,11 @@ class TextWatch:
         self._counts: dict[Kind, int] = {}
         self._repetition = RepetitionProbe()
 
+    @property
+    def clean(self) -> bool:
+        """Nothing found so far: no character defect, no runaway repetition."""
+        return not self._first and self._repetition.run is None
+
     def keep_from(self) -> int:
         """The earliest absolute offset this watch may still read."""
         return min(self._char_pos, self._repetition.keep_from())

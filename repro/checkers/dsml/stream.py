@@ -15,6 +15,7 @@ import re
 from enum import IntEnum, auto
 
 from repro.checkers.dsml.canonical import NEXT_INVOKE, CanonicalInvoke, read_canonical_invoke
+from repro.checkers.dsml.clean_turn import read_clean_turn
 from repro.checkers.dsml.markers import (
     DSML,
     EOS,
@@ -35,7 +36,6 @@ from repro.checkers.markup_scan import (
     WINDOW_AFTER,
     WINDOW_BEFORE,
     Where,
-    find_triggers,
     scan_markup,
     snippet,
 )
@@ -45,7 +45,6 @@ from repro.checkers.verdict import Defect, ToolCall, Verdict
 
 STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
 _SEPARATOR = ">\n"
-_NON_SPACE = re.compile(r"\S")
 _NAME_ATTR = re.compile(r'name="([^"\n]{0,64})')
 _SELF_CLOSING = re.compile(r'\s*name="[^"\n]*"\s*/>\s*\Z')
 
@@ -151,15 +150,24 @@ class DsmlStream:
     def finish(self, finish_reason: str | None = None) -> Verdict:
         """The verdict on everything fed; `finish_reason` "length" marks a cut as truncation."""
         if self._verdict is None:
-            self._finish_reason = finish_reason
             self._absorb()
+            if self._tb.base == 0 and self._seg.pos == 0:
+                # The whole text is here and nothing was read yet: a clean turn is
+                # confirmed in one go (clean_turn.py), anything else read tag by tag.
+                self._verdict = read_clean_turn(self._tb.text, self._tools, self._dialect)
+            if self._verdict is None:
+                self._verdict = self._read_to_end(finish_reason)
             self._final = True
-            self._run()
-            defects = self._defects + self._watch.defects(self._field)
-            if len(defects) > 1:  # one finding may reach here by two paths: keep it once
-                defects = sorted(set(defects), key=lambda d: (d.offset, d.kind, d.message))
-            self._verdict = Verdict(tuple(self._calls), tuple(defects))
         return self._verdict
+
+    def _read_to_end(self, finish_reason: str | None) -> Verdict:
+        self._finish_reason = finish_reason
+        self._final = True
+        self._run()
+        defects = self._defects + self._watch.defects(self._field)
+        if len(defects) > 1:  # one finding may reach here by two paths: keep it once
+            defects = sorted(set(defects), key=lambda d: (d.offset, d.kind, d.message))
+        return Verdict(tuple(self._calls), tuple(defects))
 
     def _absorb(self) -> None:
         self._tb.absorb(min(self._keep_from(), self._watch.keep_from()))
@@ -173,10 +181,6 @@ class DsmlStream:
     # -- the state machine ------------------------------------------------------------
 
     def _run(self) -> None:
-        if self._final and self._tb.base == 0 and self._seg.pos == 0 and not self._done:
-            # The whole text at once and nothing read yet: the common, well-formed turn
-            # is read in one go (the state machine's verdict, tested to be identical).
-            self._done = self._read_canonical_turn()
         while not self._done and self._step():
             pass
         self._watch.advance(self._tb.text, self._tb.base, self._final)
@@ -303,45 +307,6 @@ class DsmlStream:
             if not isinstance(p.value, str) and "\\" in p.raw:
                 self._scan_json_strings(p.value, p.raw, p.value_at + b)
         self._close_invoke()
-
-    def _read_canonical_turn(self) -> bool:
-        """Read a whole text at once if it is exactly as the encoder writes a turn.
-
-        Prose without any markup trigger, then optionally the block of canonical invokes,
-        then optionally EOS: where the state machine would find no markup defect, this
-        gives its verdict in a few calls. Anything else: False, and nothing was changed.
-        """
-        text, close = self._tb.text, self._dialect.block_close
-        end = len(text) - len(EOS) if text.endswith(EOS) else len(text)
-        at = text.find(self._dialect.block_opener, 0, end)
-        if find_triggers(text, 0, end if at == -1 else at, end):
-            return False  # markup-like text in the content: read it tag by tag
-        if at == -1:
-            self._seg.nonblank = _NON_SPACE.search(text, 0, end) is not None
-            return self._seg.nonblank  # an empty turn: let the state machine say so
-        pos = at + len(self._dialect.block_opener)
-        if text[at - 2 : at] != "\n\n" or not text.startswith(_SEPARATOR, pos):
-            return False
-        invokes = []
-        pos += len(_SEPARATOR)
-        while True:
-            if not text.startswith(INVOKE_OPEN, pos):
-                return False
-            stop = text.find(INVOKE_END, pos, end)
-            canonical = None if stop == -1 else read_canonical_invoke(text, pos, stop)
-            if canonical is None:
-                return False
-            invokes.append((pos, canonical))
-            pos = stop + len(INVOKE_END)
-            if not text.startswith(NEXT_INVOKE, pos):
-                break
-            pos += len(_SEPARATOR)
-        if text[pos:end] != _SEPARATOR + close:
-            return False
-        self._invokes = len(invokes)
-        for invoke_at, canonical in invokes:
-            self._take_invoke(invoke_at, canonical)
-        return True
 
     def _on_invoke_head(self, at: int, stop: str) -> None:
         found = self._close_segment(at)
@@ -680,7 +645,14 @@ def parse_dsml(
     dialect: Dialect = V32,
     field: str = "content",
 ) -> Verdict:
-    """The verdict on one whole completion text: DsmlStream fed once."""
-    stream = DsmlStream(tools, dialect=dialect, field=field)
-    stream._tb.add(text)  # read in one final pass, as finish() would
-    return stream.finish(finish_reason)
+    """The verdict on one whole completion text: DsmlStream fed once.
+
+    A clean turn is confirmed without building the stream (clean_turn.py).
+    """
+    verdict = read_clean_turn(text, tools, dialect)
+    if verdict is None:
+        stream = DsmlStream(tools, dialect=dialect, field=field)
+        stream._tb.add(text)  # read in one final pass, as finish() would
+        stream._absorb()
+        verdict = stream._verdict = stream._read_to_end(finish_reason)
+    return verdict

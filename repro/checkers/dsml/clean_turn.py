@@ -1,0 +1,155 @@
+"""A whole turn confirmed clean in one go, or left to the state machine.
+
+Most turns are exactly what DeepSeek's encoder writes: prose, then perhaps one block of
+canonical invokes, then perhaps EOS, and nothing wrong with them. Reading such a text tag
+by tag (stream.py) takes hundreds of Python steps; a few regular expressions and string
+searches, run in C, prove the same. `read_clean_turn` answers only with the state
+machine's own verdict, and only when that verdict has no defect at all; for anything
+else, or anything it is not sure of, it says None: read it tag by tag. A test holds the
+two readings equal on the corpus, corruptions of it and random schemas.
+
+Why a turn that passes gives the state machine's verdict:
+- Content: every trigger of markup_scan in it is judged as the state machine judges it,
+  on the same window, and none may be a finding. Content holding `<｜` is refused outright:
+  that is where a stop string, EOS or a cut-off token would start.
+- Block: one regular expression matches the whole block as the encoder writes it (rules
+  2-7, names without quotes, angle brackets, bars or newlines, parameter names short
+  enough for HEAD_LIMIT_CHARS). A value runs to the first `<｜` or `</｜`; DeepSeek's
+  reader ends it at the first `/｜DSML｜parameter`, which could only come sooner through a
+  `｜DSML｜` in the value, and that is a finding of the value's scan, so the turn would be
+  refused. Values are scanned as the state machine scans them.
+- Calls, schema and text checks are the same functions the state machine calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+from repro.checkers.dsml.markers import BAR, DSML, EOS, V32, Dialect
+from repro.checkers.dsml.tags import KEY_MAX_CHARS
+from repro.checkers.json_codec import arguments_text, read_json
+from repro.checkers.json_strings import strings_in
+from repro.checkers.markup_scan import ANY_TRIGGER, Where, find_triggers, judge_hits, scan_markup
+from repro.checkers.text_watch import TextWatch
+from repro.checkers.toolset import ToolSet
+from repro.checkers.verdict import ToolCall, Verdict
+
+_NON_SPACE = re.compile(r"\S")
+# Names as tags.py reads them, and without bars: then a name holds no markup trigger but
+# the plain word DSML, which is no finding.
+_NAME = f'[^"<>\n|{BAR}]'
+# Up to the first `<｜` or `</｜`; possessive, so a failed match does not backtrack.
+_VALUE = f"[^<]*+(?:<(?!/?{BAR})[^<]*+)*+"
+
+
+def _tags(group: Callable[[str], str]) -> tuple[str, str]:
+    """An invoke's tag and a whole parameter, `group` around the parts to capture."""
+    invoke = f'<{DSML}invoke name="{group(_NAME + "*")}">\n'
+    param = (
+        f'<{DSML}parameter name="{group(f"{_NAME}{{0,{KEY_MAX_CHARS}}}")}" '
+        f'string="{group("true|false")}">{group(_VALUE)}</{DSML}parameter>\n'
+    )
+    return invoke, param
+
+
+@functools.cache
+def _grammar(dialect: Dialect) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The whole block, and its pieces: (invoke name, key, string attribute, value)."""
+    invoke, param = _tags(lambda p: f"(?:{p})")
+    block = re.compile(
+        f"{dialect.block_opener}>\n"
+        f"(?:{invoke}(?:\n|(?:{param})+)</{DSML}invoke>\n)+"
+        f"{dialect.block_close}"
+    )
+    return block, re.compile("|".join(_tags(lambda p: f"({p})")))
+
+
+def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdict | None:
+    """The verdict on a whole completion text if it is a canonical turn with no defect,
+    else None (read it tag by tag)."""
+    end = len(text) - len(EOS) if text.endswith(EOS) else len(text)
+    at = text.find(dialect.block_opener, 0, end)
+    if not _plain_content(text, end if at == -1 else at, dialect):
+        return None
+    if at == -1:
+        if _NON_SPACE.search(text, 0, end) is None:
+            return None  # an empty turn
+        calls: tuple[ToolCall, ...] | None = ()
+    elif text[at - 2 : at] != "\n\n":
+        return None  # the block's lead-in is missing
+    else:
+        calls = _read_block(text, at, end, tools, dialect)
+        if calls is None:
+            return None
+    watch = TextWatch()
+    watch.advance(text, 0, final=True)
+    return Verdict(calls, ()) if watch.clean else None
+
+
+def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
+    """No markup finding in text[:hi], judged as the content segment is."""
+    if ANY_TRIGGER.search(text, 0, hi) is None:
+        return True
+    if text.find(f"<{BAR}", 0, hi) != -1:
+        return False
+    hits = find_triggers(text, 0, hi, hi)
+    return not judge_hits(text, hits, 0, hi, Where.CONTENT, dialect)[0]
+
+
+def _read_block(
+    text: str, at: int, end: int, tools: ToolSet, dialect: Dialect
+) -> tuple[ToolCall, ...] | None:
+    """The calls of the block text[at:end] if it is canonical and every call is clean."""
+    block, pieces = _grammar(dialect)
+    if block.fullmatch(text, at, end) is None:
+        return None
+    found = pieces.findall(text, at, end)
+    if _holds_markup([p[3] for p in found], dialect):
+        return None
+    calls: list[ToolCall] = []
+    name: str | None = None
+    args: dict = {}
+    for piece in found:
+        key, attribute, raw = piece[1], piece[2], piece[3]
+        if not attribute:  # an invoke's tag; its parameters follow
+            if name is not None:
+                if (call := _clean_call(name, args, tools)) is None:
+                    return None
+                calls.append(call)
+            name, args = piece[0], {}
+            continue
+        if key in args:
+            return None
+        if attribute == "true":
+            args[key] = raw
+            continue
+        try:
+            value = read_json(raw)
+        except (ValueError, RecursionError):
+            return None
+        if "\\" in raw and _holds_markup(list(strings_in(value)), dialect):
+            return None  # markup behind JSON escapes
+        args[key] = value
+    assert name is not None  # the block holds an invoke
+    call = _clean_call(name, args, tools)
+    return None if call is None else (*calls, call)
+
+
+def _holds_markup(values: list[str], dialect: Dialect) -> bool:
+    """Whether a value scan finds markup in any of these texts. A trigger never spans a
+    newline, so one search of them joined by newlines answers for the usual texts."""
+    if ANY_TRIGGER.search("\n".join(values)) is None:
+        return False
+    return any(scan_markup(v, Where.VALUE, dialect) for v in values)
+
+
+def _clean_call(name: str, args: dict, tools: ToolSet) -> ToolCall | None:
+    """The call as the state machine writes it, if its tool is declared and it fits the schema."""
+    if name not in tools:
+        return None
+    arguments = arguments_text(args)
+    if tools.violations(name, args, arguments):
+        return None
+    return ToolCall(name, arguments)
