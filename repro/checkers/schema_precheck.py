@@ -67,6 +67,9 @@ def _compile(schema: Any, keywords: frozenset[str]) -> Check:
         return _always
     if schema is False:
         return _never
+    assertions = {key for key in schema if key in keywords}
+    if schema.get("type") == "object" and assertions <= _OBJECT_KEYWORDS:
+        return _object(schema, keywords)
     checks = []
     for key, value in schema.items():
         if key not in keywords:
@@ -95,10 +98,39 @@ def _all(checks: list[Check]) -> Check:
     return check
 
 
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def _object(schema: Mapping, keywords: frozenset[str]) -> Check:
+    """An object with properties, required and additionalProperties as one closure: the
+    usual shape of a tool's parameters (the same checks as the handlers below, fused)."""
+    properties = {key: _compile(sub, keywords) for key, sub in schema.get("properties", {}).items()}
+    needed = tuple(schema.get("required", ()))
+    extra = schema.get("additionalProperties", True)
+    others = None if extra is False else _compile(extra, keywords)  # None: no other key
+
+    def check(x: Any) -> bool:
+        if type(x) is not dict:
+            return False
+        for key in needed:  # a loop over a few names beats a set comparison
+            if key not in x:
+                return False
+        for key, value in x.items():
+            c = properties.get(key, others)
+            if c is None or not c(value):
+                return False
+        return True
+
+    return check
+
+
 def _type(types: str | list[str], schema: Mapping, keywords: frozenset[str]) -> Check:
     names = [types] if isinstance(types, str) else types
     exact = frozenset(t for name in names for t in _TYPES[name])
     integral_floats = "integer" in names
+    if len(exact) == 1 and not integral_floats:
+        (only,) = exact
+        return lambda x: type(x) is only
 
     def check(x: Any) -> bool:
         t = type(x)

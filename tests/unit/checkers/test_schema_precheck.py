@@ -158,6 +158,11 @@ _ONE_KEYWORD = [
     {"anyOf": [{"type": "string"}, {"type": "integer"}]},
     {"allOf": [{"minimum": 0}, {"maximum": 2}]},
     {"format": "email", "title": "ignored", "x-vendor": 1},
+    # Objects as tools declare them, checked by one fused closure.
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    {"type": "object", "properties": {"a": True, "b": False}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": True}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "required": ["a", "b"], "title": "ignored"},
 ]
 
 
