@@ -68,6 +68,16 @@ def snippet(text: str, limit: int = 40) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
+def holds_trigger(text: str, lo: int = 0, hi: int | None = None) -> bool:
+    """Whether a trigger string occurs in text[lo:hi]: the usual answer, no, for the price
+    of a few str.find calls (cheaper than ANY_TRIGGER on text of any length)."""
+    hi = len(text) if hi is None else hi
+    for trigger in TRIGGERS:  # noqa: SIM110 (any() with a generator costs more here)
+        if text.find(trigger, lo, hi) != -1:
+            return True
+    return False
+
+
 def find_triggers(text: str, lo: int, hi: int, seg_hi: int) -> list[tuple[int, str]]:
     """Trigger strings that start in [lo, hi) and end by `seg_hi`, in text order."""
     if hi - lo < _SHORT_CHARS:  # one regex call beats seven on short text; str.find is

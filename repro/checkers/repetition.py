@@ -46,25 +46,29 @@ class RepetitionProbe:
         # A probe finds a run only if at least MIN_RUN_CHARS follow it: at the end of the
         # text, later probes could not, so they are not taken.
         ahead = MIN_RUN_CHARS if final else LOOKAHEAD_CHARS
-        while self.run is None:
-            i = self.next_probe
-            if i + ahead > end:
-                return
-            self.run = self._probe(buf, base, i, end)
-            self.next_probe = i + PROBE_STRIDE_CHARS
+        i = self.next_probe
+        while self.run is None and i + ahead <= end:
+            k = i - base
+            probe = buf[k : k + PROBE_CHARS]
+            # A period needs MIN_REPEATS copies before the text ends: near the end only
+            # short periods can make a run, so only their recurrences are looked for.
+            longest = min(MAX_PERIOD_CHARS, (end - i) // MIN_REPEATS)
+            stop = k + PROBE_CHARS + longest
+            j = buf.find(probe, k + 1, stop)
+            if j != -1:  # most probes end here: their characters do not recur nearby
+                self.run = self._try(buf, base, i, probe, stop, j)
+            i += PROBE_STRIDE_CHARS
+        self.next_probe = i
 
-    def _probe(self, buf: str, base: int, i: int, end: int) -> Run | None:
+    @staticmethod
+    def _try(buf: str, base: int, i: int, probe: str, stop: int, j: int) -> Run | None:
+        """The run through the probe at `i`, trying its first recurrences as the period."""
         k = i - base
-        probe = buf[k : k + PROBE_CHARS]
-        stop = min(end, i + PROBE_CHARS + MAX_PERIOD_CHARS) - base
-        j = buf.find(probe, k + 1, stop)
         for _ in range(_CANDIDATES):
             if j == -1:
                 return None
             period = j - k
-            span = max(MIN_RUN_CHARS, MIN_REPEATS * period)
-            if i + span > end:
-                return None  # the text ends too soon, and later recurrences need more
+            span = max(MIN_RUN_CHARS, MIN_REPEATS * period)  # within the text (see `stop`)
             far, mid = k + span - period - 1, k + (span - period) // 2
             if (
                 # Two single characters first: most recurrences of a probe in ordinary text

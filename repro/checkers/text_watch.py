@@ -7,14 +7,13 @@ decode tends to spread U+FFFD through the rest of a turn.
 from __future__ import annotations
 
 from repro.checkers.char_scan import (
-    DEFECT_START,
     INVALID,
     MATCH_MAX_CHARS,
     MOJIBAKE,
     MOJIBAKE_START,
     REPLACEMENT,
-    SUSPECT,
     describe,
+    may_start_defect,
 )
 from repro.checkers.kinds import Kind
 from repro.checkers.repetition import RepetitionProbe
@@ -42,11 +41,6 @@ class TextWatch:
         self._counts: dict[Kind, int] = {}
         self._repetition = RepetitionProbe()
 
-    @property
-    def clean(self) -> bool:
-        """Nothing found so far: no character defect, no runaway repetition."""
-        return not self._first and self._repetition.run is None
-
     def keep_from(self) -> int:
         """The earliest absolute offset this watch may still read."""
         return min(self._char_pos, self._repetition.keep_from())
@@ -62,17 +56,9 @@ class TextWatch:
 
     def _scan_chars(self, buf: str, base: int, lo: int, hi: int) -> None:
         """Character defects that start in buf[lo:hi] (a match may run past `hi`)."""
+        if not may_start_defect(buf, lo, hi):
+            return  # the usual case
         region = buf[lo:hi]
-        if region.isascii():
-            if "\x00" not in region:
-                return  # the usual case, at memory speed
-        else:
-            first = SUSPECT.search(region)
-            if first is None:
-                return  # CJK, DSML bars, emoji: none of the characters a defect starts with
-            # Accented letters: look closer, from the first one (a match may end at `hi`).
-            if DEFECT_START.search(buf, lo + first.start(), hi + 1) is None:
-                return
         covered = set()  # positions inside mojibake: a C1 character there is part of it
         for m in MOJIBAKE_START.finditer(buf, lo):
             at = m.start() + base

@@ -13,12 +13,17 @@ Why a turn that passes gives the state machine's verdict:
   on the same window, and none may be a finding. Content holding `<｜` is refused outright:
   that is where a stop string, EOS or a cut-off token would start.
 - Block: one regular expression matches the whole block as the encoder writes it (rules
-  2-7, names without quotes, angle brackets, bars or newlines, parameter names short
-  enough for HEAD_LIMIT_CHARS). A value runs to the first `<｜` or `</｜`; DeepSeek's
+  2-7; names in printable ASCII without quotes, angle brackets or bars; parameter names
+  short enough for HEAD_LIMIT_CHARS). A value runs to the first `<｜` or `</｜`; DeepSeek's
   reader ends it at the first `/｜DSML｜parameter`, which could only come sooner through a
   `｜DSML｜` in the value, and that is a finding of the value's scan, so the turn would be
-  refused. Values are scanned as the state machine scans them.
-- Calls, schema and text checks are the same functions the state machine calls.
+  refused. Values are scanned as the state machine scans them; a name can hold no
+  trigger but the plain word DSML, which is no finding.
+- Characters: a defect starts only at NUL, a C1 control, a surrogate, U+FFFD or a
+  mojibake lead. Tags, names and EOS hold none of these, nor anything that continues a
+  mojibake, so the text holds a character defect only if its content or a value does.
+- Calls, schema checks and runaway repetition (on the whole text) are the functions the
+  state machine calls.
 """
 
 from __future__ import annotations
@@ -26,20 +31,27 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
+from repro.checkers.char_scan import may_start_defect
 from repro.checkers.dsml.markers import BAR, DSML, EOS, V32, Dialect
 from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import strings_in
-from repro.checkers.markup_scan import ANY_TRIGGER, Where, find_triggers, judge_hits, scan_markup
-from repro.checkers.text_watch import TextWatch
+from repro.checkers.markup_scan import (
+    Where,
+    find_triggers,
+    holds_trigger,
+    judge_hits,
+    scan_markup,
+)
+from repro.checkers.repetition import RepetitionProbe
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import ToolCall, Verdict
 
 _NON_SPACE = re.compile(r"\S")
-# Names as tags.py reads them, and without bars: then a name holds no markup trigger but
-# the plain word DSML, which is no finding.
-_NAME = f'[^"<>\n|{BAR}]'
+# Printable ASCII but quotes, angle brackets and bars: a name as tags.py reads it, narrowed.
+_NAME = r'[^"<>|\x00-\x1f\x7f-\U0010ffff]'
 # Up to the first `<｜` or `</｜`; possessive, so a failed match does not backtrack.
 _VALUE = f"[^<]*+(?:<(?!/?{BAR})[^<]*+)*+"
 
@@ -54,24 +66,34 @@ def _tags(group: Callable[[str], str]) -> tuple[str, str]:
     return invoke, param
 
 
+class _Grammar(NamedTuple):
+    opener: str  # the block's opening tag without `>`
+    block: re.Pattern[str]  # the whole block
+    pieces: re.Pattern[str]  # its pieces: (invoke name, key, string attribute, value)
+
+
 @functools.cache
-def _grammar(dialect: Dialect) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The whole block, and its pieces: (invoke name, key, string attribute, value)."""
+def _grammar(dialect: Dialect) -> _Grammar:
     invoke, param = _tags(lambda p: f"(?:{p})")
     block = re.compile(
         f"{dialect.block_opener}>\n"
         f"(?:{invoke}(?:\n|(?:{param})+)</{DSML}invoke>\n)+"
         f"{dialect.block_close}"
     )
-    return block, re.compile("|".join(_tags(lambda p: f"({p})")))
+    return _Grammar(dialect.block_opener, block, re.compile("|".join(_tags(lambda p: f"({p})"))))
+
+
+_V32_GRAMMAR = _grammar(V32)  # hashing the dialect on every turn would cost more than a check
 
 
 def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdict | None:
     """The verdict on a whole completion text if it is a canonical turn with no defect,
     else None (read it tag by tag)."""
+    grammar = _V32_GRAMMAR if dialect is V32 else _grammar(dialect)
     end = len(text) - len(EOS) if text.endswith(EOS) else len(text)
-    at = text.find(dialect.block_opener, 0, end)
-    if not _plain_content(text, end if at == -1 else at, dialect):
+    at = text.find(grammar.opener, 0, end)
+    content_end = end if at == -1 else at
+    if not _plain_content(text, content_end, dialect) or may_start_defect(text, 0, content_end):
         return None
     if at == -1:
         if _NON_SPACE.search(text, 0, end) is None:
@@ -80,17 +102,17 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     elif text[at - 2 : at] != "\n\n":
         return None  # the block's lead-in is missing
     else:
-        calls = _read_block(text, at, end, tools, dialect)
+        calls = _read_block(text, at, end, tools, dialect, grammar)
         if calls is None:
             return None
-    watch = TextWatch()
-    watch.advance(text, 0, final=True)
-    return Verdict(calls, ()) if watch.clean else None
+    repetition = RepetitionProbe()
+    repetition.advance(text, 0, final=True)
+    return Verdict(calls, ()) if repetition.run is None else None
 
 
 def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
     """No markup finding in text[:hi], judged as the content segment is."""
-    if ANY_TRIGGER.search(text, 0, hi) is None:
+    if not holds_trigger(text, 0, hi):
         return True
     if text.find(f"<{BAR}", 0, hi) != -1:
         return False
@@ -99,14 +121,15 @@ def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
 
 
 def _read_block(
-    text: str, at: int, end: int, tools: ToolSet, dialect: Dialect
+    text: str, at: int, end: int, tools: ToolSet, dialect: Dialect, grammar: _Grammar
 ) -> tuple[ToolCall, ...] | None:
     """The calls of the block text[at:end] if it is canonical and every call is clean."""
-    block, pieces = _grammar(dialect)
-    if block.fullmatch(text, at, end) is None:
+    if grammar.block.fullmatch(text, at, end) is None:
         return None
-    found = pieces.findall(text, at, end)
-    if _holds_markup([p[3] for p in found], dialect):
+    found = grammar.pieces.findall(text, at, end)
+    values = [p[3] for p in found]
+    joined = "\n".join(values)
+    if _holds_markup(values, joined, dialect) or may_start_defect(joined):
         return None
     calls: list[ToolCall] = []
     name: str | None = None
@@ -129,18 +152,20 @@ def _read_block(
             value = read_json(raw)
         except (ValueError, RecursionError):
             return None
-        if "\\" in raw and _holds_markup(list(strings_in(value)), dialect):
-            return None  # markup behind JSON escapes
+        if "\\" in raw:  # markup behind JSON escapes
+            strings = list(strings_in(value))
+            if _holds_markup(strings, "\n".join(strings), dialect):
+                return None
         args[key] = value
     assert name is not None  # the block holds an invoke
     call = _clean_call(name, args, tools)
     return None if call is None else (*calls, call)
 
 
-def _holds_markup(values: list[str], dialect: Dialect) -> bool:
+def _holds_markup(values: list[str], joined: str, dialect: Dialect) -> bool:
     """Whether a value scan finds markup in any of these texts. A trigger never spans a
-    newline, so one search of them joined by newlines answers for the usual texts."""
-    if ANY_TRIGGER.search("\n".join(values)) is None:
+    newline, so one search of them `joined` by newlines answers for the usual texts."""
+    if not holds_trigger(joined):
         return False
     return any(scan_markup(v, Where.VALUE, dialect) for v in values)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.checkers import text_watch
+from repro.checkers import char_scan
 from repro.checkers.free_text import check_free_text
 from repro.checkers.markup_scan import Where, scan_markup
 from repro.checkers.repetition import (
@@ -210,7 +210,7 @@ def test_the_close_look_at_accented_text_changes_no_finding(text: str, step: int
 
     fast = [findings(0), findings(step)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(text_watch, "DEFECT_START", re.compile(r"[\s\S]"))
+        mp.setattr(char_scan, "DEFECT_START", re.compile(r"[\s\S]"))
         assert [findings(0), findings(step)] == fast
 
 
