@@ -16,7 +16,7 @@ import anyio
 import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
-from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.client import ChatClient, RunClock, StreamProgress
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.results.store import RunStore
 from repro.scenarios import Scenario, Session
@@ -52,7 +52,8 @@ class LoadGenerator:
         self,
         spec: RunSpec,
         scenario: Scenario,
-        client: ChatClient,
+        new_client: Callable[[], ChatClient],
+        clock: RunClock,
         store: RunStore,
         judge: Judge,
         model: str,
@@ -61,8 +62,8 @@ class LoadGenerator:
         self.spec = spec
         self.scenario = scenario
         self.tools = scenario.tools()
-        self.client = client
-        self.clock = client.clock
+        self.new_client = new_client
+        self.clock = clock
         self.store = store
         self.judge = judge
         self.model = model
@@ -119,6 +120,14 @@ class LoadGenerator:
                 self.counts.sessions_done += 1
 
     async def _converse(self, session_id: int) -> None:
+        client = self.new_client()
+        try:
+            await self._turns(session_id, client)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    async def _turns(self, session_id: int, client: ChatClient) -> None:
         session = self.scenario.session(session_id, self.spec.seed, self.spec.context_max_tokens)
         messages = session.opening()
         aborts_in_a_row = 0
@@ -127,7 +136,7 @@ class LoadGenerator:
             body = orjson.dumps(request)
             progress = StreamProgress(scheduled_at_s=self.clock.now())
             abort_after = self._abort_point(session_id, turn, aborts_in_a_row)
-            await self._send(session_id, turn, body, progress, abort_after)
+            await self._send(client, session_id, turn, body, progress, abort_after)
             verdict, defects = self._judge(session, progress)
             record = self._record(session_id, turn, progress, len(body), verdict, defects)
             if record.corrupted:
@@ -176,6 +185,7 @@ class LoadGenerator:
 
     async def _send(
         self,
+        client: ChatClient,
         session_id: int,
         turn: int,
         body: bytes,
@@ -184,7 +194,7 @@ class LoadGenerator:
     ) -> None:
         self.counts.open_requests += 1
         try:
-            await self.client.stream_chat(
+            await client.stream_chat(
                 body,
                 progress,
                 deadline_s=self.spec.turn_timeout_s,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -132,11 +133,13 @@ def _spec_record(spec: RunSpec, endpoint: Endpoint, first_session_id: int) -> di
     }
 
 
-async def _model_name(client: ChatClient, spec: RunSpec) -> str:
+async def _model_name(base_url: str, spec: RunSpec) -> str:
+    """--model, else the server's first model (what a client that asks nothing would use)."""
     if spec.model:
         return spec.model
     with contextlib.suppress(httpx.HTTPError, KeyError, IndexError, ValueError):
-        return (await client.get_json("/v1/models"))["data"][0]["id"]
+        async with httpx.AsyncClient(timeout=10.0, trust_env=False) as http:
+            return (await http.get(f"{base_url}/v1/models")).json()["data"][0]["id"]
     return "default"
 
 
@@ -177,16 +180,19 @@ async def drive(
     record = _spec_record(spec, endpoint, first_session_id)
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
-    client = ChatClient(
-        endpoint.base_url, spec.effective_concurrency() + 4, clock, spec.stall_after_s * 2
-    )
+    tls = ssl.create_default_context()  # built once: each session's client reuses it
+
+    def new_client() -> ChatClient:
+        return ChatClient(endpoint.base_url, clock, spec.stall_after_s * 2, tls=tls)
+
     generator = LoadGenerator(
         spec,
         get_scenario(spec.scenario),
-        client,
+        new_client,
+        clock,
         store,
         check_turn,
-        await _model_name(client, spec),
+        await _model_name(endpoint.base_url, spec),
         first_session_id,
     )
     interrupted, error = False, None
@@ -209,7 +215,6 @@ async def drive(
         error = _first_repro_error(group)
     finally:
         with anyio.CancelScope(shield=True):
-            await client.aclose()
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         store.close()

@@ -137,7 +137,7 @@ def router_in_front(sglang_python: Path, tmp_path: Path) -> Iterator[tuple[str, 
 
 
 async def one_turn(url: str) -> StreamProgress:
-    client = ChatClient(url, connections=2, clock=RunClock(), read_timeout_s=15)
+    client = ChatClient(url, RunClock(), read_timeout_s=15)
     try:
         progress = StreamProgress(scheduled_at_s=0.0)
         body = orjson.dumps(

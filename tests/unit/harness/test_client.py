@@ -69,7 +69,7 @@ async def call(body: bytes | AsyncIterator[bytes], status: int = 200, **kwargs) 
 
     clock = RunClock()
     client = ChatClient(
-        "http://engine", 4, clock, read_timeout_s=5, transport=httpx.MockTransport(handler)
+        "http://engine", clock, read_timeout_s=5, transport=httpx.MockTransport(handler)
     )
     progress = StreamProgress(scheduled_at_s=clock.now())
     try:
@@ -143,7 +143,7 @@ async def test_whole_turn_deadline_keeps_partial_text() -> None:
 
 async def test_connection_refused_is_a_transport_error() -> None:
     clock = RunClock()
-    client = ChatClient("http://127.0.0.1:9", 1, clock, read_timeout_s=1)
+    client = ChatClient("http://127.0.0.1:9", clock, read_timeout_s=1)
     progress = StreamProgress(scheduled_at_s=0.0)
     await client.stream_chat(b"{}", progress, deadline_s=5)
     await client.aclose()

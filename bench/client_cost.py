@@ -1,0 +1,148 @@
+"""Client cost per streamed chunk: repro's ChatClient against a minimal peer, same engine, same run.
+
+The peer is what SGLang's bench_serving does per request (stream, split SSE lines, json-decode
+each event, keep the text) on one shared httpx pool; repro's client also records timings,
+gaps, reasoning, tool-call deltas and usage, with one client per session as the load generator
+does. Both run `concurrency` sessions of turns one after another against one embedded engine
+streaming one token per SSE chunk (the worst case for a client); the client's own CPU time
+(this process only; the engine is another process) is divided by the chunks received.
+
+    python bench/client_cost.py [--requests 1200] [--concurrency 80] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import ssl
+import subprocess
+import sys
+import time
+
+import anyio
+import httpx
+import orjson
+
+from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.ports import free_port
+from repro.scenarios import get_scenario
+
+MODEL = "bench"
+
+
+def start_engine() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    argv = [sys.executable, "-m", "repro.sim", "serve", "--port", str(port), "--time-scale", "0.02",
+            "--stream-interval", "1", "--reasoning-parser", "deepseek-v3", "--tool-call-parser",
+            "deepseekv32", "--served-model-name", MODEL, "--log-level", "warning"]  # fmt: skip
+    engine = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return engine, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    engine.kill()
+    raise SystemExit("the engine did not start")
+
+
+def request_bodies(count: int) -> list[bytes]:
+    scenario = get_scenario("agentic-coding")
+    bodies = []
+    for i in range(count):
+        messages = scenario.session(i, 0, 80_000).opening()
+        bodies.append(orjson.dumps({"model": MODEL, "messages": messages, "tools": scenario.tools(),
+                                    "stream": True, "stream_options": {"include_usage": True},
+                                    "chat_template_kwargs": {"thinking": True}}))  # fmt: skip
+    return bodies
+
+
+async def ours(url: str, bodies: list[bytes], concurrency: int) -> int:
+    """As the load generator does: `concurrency` sessions, each with its own client."""
+    clock, tls, queue, chunks = RunClock(), ssl.create_default_context(), list(bodies), 0
+
+    async def session() -> None:
+        nonlocal chunks
+        client = ChatClient(url, clock, read_timeout_s=60, tls=tls)
+        while queue:
+            progress = StreamProgress(scheduled_at_s=0.0)
+            await client.stream_chat(queue.pop(), progress, deadline_s=60)
+            assert progress.done, progress.error
+            chunks += progress.chunks
+        await client.aclose()
+
+    async with anyio.create_task_group() as group:
+        for _ in range(concurrency):
+            group.start_soon(session)
+    return chunks
+
+
+async def peer(url: str, bodies: list[bytes], concurrency: int) -> int:
+    """bench_serving's loop on one shared httpx pool: stream, split lines, decode, keep text."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    http = httpx.AsyncClient(base_url=url, limits=limits, timeout=60, trust_env=False)
+    queue, chunks = list(bodies), 0
+
+    async def session() -> None:
+        nonlocal chunks
+        while queue:
+            text = []
+            async with http.stream("POST", "/v1/chat/completions", content=queue.pop()) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                        event = orjson.loads(line[5:])
+                        for choice in event.get("choices") or ():
+                            delta = choice.get("delta") or {}
+                            piece = delta.get("content") or delta.get("reasoning_content")
+                            if piece or delta.get("tool_calls"):
+                                text.append(piece or "")
+                                chunks += 1
+
+    async with anyio.create_task_group() as group:
+        for _ in range(concurrency):
+            group.start_soon(session)
+    await http.aclose()
+    return chunks
+
+
+def measure(run, url: str, bodies: list[bytes], concurrency: int) -> tuple[float, int, float]:
+    cpu, wall = time.process_time(), time.monotonic()
+    chunks = anyio.run(run, url, bodies, concurrency)
+    return time.process_time() - cpu, chunks, time.monotonic() - wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1200)
+    parser.add_argument("--concurrency", type=int, default=80)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    engine, url = start_engine()
+    try:
+        bodies = request_bodies(args.requests)
+        best: dict[str, tuple[float, int, float]] = {}
+        for _ in range(args.rounds):  # alternate, keep each side's best
+            for name, run in (("repro", ours), ("peer", peer)):
+                cpu, chunks, wall = measure(run, url, bodies, args.concurrency)
+                if name not in best or cpu / chunks < best[name][0] / best[name][1]:
+                    best[name] = (cpu, chunks, wall)
+    finally:
+        engine.terminate()
+        engine.wait(timeout=10)
+    load = os.getloadavg()[0]
+    print(f"`python bench/client_cost.py --requests {args.requests} --concurrency {args.concurrency} "
+          f"--rounds {args.rounds}`, load average {load:.2f}")  # fmt: skip
+    print()
+    print("| client | chunks | client CPU s | µs CPU per chunk | wall s |")
+    print("|---|---|---|---|---|")
+    for name, (cpu, chunks, wall) in best.items():
+        print(f"| {name} | {chunks:,} | {cpu:.2f} | {cpu / chunks * 1e6:.1f} | {wall:.1f} |")
+    ours_us = best["repro"][0] / best["repro"][1]
+    peer_us = best["peer"][0] / best["peer"][1]
+    print(f"\nratio repro / peer (CPU per chunk): {ours_us / peer_us:.2f}")
+
+
+if __name__ == "__main__":
+    main()
