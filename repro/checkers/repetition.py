@@ -42,21 +42,25 @@ class RepetitionProbe:
         return self.next_probe - BACK_LIMIT_CHARS
 
     def advance(self, buf: str, base: int, final: bool) -> None:
+        if self.run is not None:
+            return
         end = base + len(buf)
         # A probe finds a run only if at least MIN_RUN_CHARS follow it: at the end of the
         # text, later probes could not, so they are not taken.
         ahead = MIN_RUN_CHARS if final else LOOKAHEAD_CHARS
         i = self.next_probe
-        while self.run is None and i + ahead <= end:
+        while i + ahead <= end:
             k = i - base
             probe = buf[k : k + PROBE_CHARS]
             # A period needs MIN_REPEATS copies before the text ends: near the end only
             # short periods can make a run, so only their recurrences are looked for.
-            longest = min(MAX_PERIOD_CHARS, (end - i) // MIN_REPEATS)
-            stop = k + PROBE_CHARS + longest
-            j = buf.find(probe, k + 1, stop)
-            if j != -1:  # most probes end here: their characters do not recur nearby
-                self.run = self._try(buf, base, i, probe, stop, j)
+            longest = (end - i) // MIN_REPEATS
+            stop = k + PROBE_CHARS + (longest if longest < MAX_PERIOD_CHARS else MAX_PERIOD_CHARS)
+            j = buf.find(probe, k + 1, stop)  # most probes end here: -1, nothing recurs
+            if j != -1 and (run := self._try(buf, base, i, probe, stop, j)) is not None:
+                self.run = run
+                self.next_probe = i + PROBE_STRIDE_CHARS
+                return
             i += PROBE_STRIDE_CHARS
         self.next_probe = i
 

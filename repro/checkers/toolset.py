@@ -39,8 +39,8 @@ class ToolSet:
     """Declared tool names, each with its compiled validator (None: no `parameters`).
 
     A call first meets its tool's precheck (schema_precheck.py), which confirms most valid
-    calls in a few microseconds; jsonschema judges the rest. Verdicts are remembered per
-    arguments text: a run's sessions repeat the same calls.
+    calls in a microsecond or two; jsonschema judges the rest, and its verdicts are
+    remembered per arguments text: a run's sessions repeat the same calls.
     """
 
     validators: Mapping[str, Any]
@@ -104,15 +104,14 @@ class ToolSet:
         validator = self.validators.get(name)
         if validator is None:
             return ()
+        precheck = self.prechecks.get(name)
+        if precheck is not None and precheck(arguments):
+            return ()  # as quick as looking the verdict up: not remembered
         if text is not None:
             known = self._memo.get((name, text))
             if known is not None:
                 return known
-        precheck = self.prechecks.get(name)
-        if precheck is not None and precheck(arguments):
-            found: tuple[Violation, ...] = ()
-        else:
-            found = self._check(name, validator, arguments)
+        found = self._check(name, validator, arguments)
         if text is not None:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()

@@ -93,18 +93,28 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     end = len(text) - len(EOS) if text.endswith(EOS) else len(text)
     at = text.find(grammar.opener, 0, end)
     content_end = end if at == -1 else at
-    if not _plain_content(text, content_end, dialect) or may_start_defect(text, 0, content_end):
-        return None
     if at == -1:
         if _NON_SPACE.search(text, 0, end) is None:
             return None  # an empty turn
-        calls: tuple[ToolCall, ...] | None = ()
-    elif text[at - 2 : at] != "\n\n":
-        return None  # the block's lead-in is missing
+        pieces = []
+    elif text[at - 2 : at] != "\n\n" or grammar.block.fullmatch(text, at, end) is None:
+        return None  # no lead-in, or not the encoder's block
     else:
-        calls = _read_block(text, at, end, tools, dialect, grammar)
-        if calls is None:
-            return None
+        pieces = grammar.pieces.findall(text, at, end)
+    values = [p[3] for p in pieces]
+    # No trigger and no character defect spans a newline: one search of the values joined
+    # by newlines answers for each.
+    joined = "\n".join(values)
+    triggered = holds_trigger(joined)
+    if triggered and any(scan_markup(v, Where.VALUE, dialect) for v in values):
+        return None
+    if not _plain_content(text, content_end, dialect):
+        return None
+    if may_start_defect(text, 0, content_end) or may_start_defect(joined):
+        return None
+    calls = _calls(pieces, tools, dialect, triggered) if pieces else ()
+    if calls is None:
+        return None
     repetition = RepetitionProbe()
     repetition.advance(text, 0, final=True)
     return Verdict(calls, ()) if repetition.run is None else None
@@ -120,21 +130,15 @@ def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
     return not judge_hits(text, hits, 0, hi, Where.CONTENT, dialect)[0]
 
 
-def _read_block(
-    text: str, at: int, end: int, tools: ToolSet, dialect: Dialect, grammar: _Grammar
+def _calls(
+    pieces: list[tuple[str, str, str, str]], tools: ToolSet, dialect: Dialect, triggered: bool
 ) -> tuple[ToolCall, ...] | None:
-    """The calls of the block text[at:end] if it is canonical and every call is clean."""
-    if grammar.block.fullmatch(text, at, end) is None:
-        return None
-    found = grammar.pieces.findall(text, at, end)
-    values = [p[3] for p in found]
-    joined = "\n".join(values)
-    if _holds_markup(values, joined, dialect) or may_start_defect(joined):
-        return None
+    """The block's calls, from its pieces, if every one is clean; `triggered`: some value
+    holds a trigger string."""
     calls: list[ToolCall] = []
     name: str | None = None
     args: dict = {}
-    for piece in found:
+    for piece in pieces:
         key, attribute, raw = piece[1], piece[2], piece[3]
         if not attribute:  # an invoke's tag; its parameters follow
             if name is not None:
@@ -152,22 +156,16 @@ def _read_block(
             value = read_json(raw)
         except (ValueError, RecursionError):
             return None
-        if "\\" in raw:  # markup behind JSON escapes
-            strings = list(strings_in(value))
-            if _holds_markup(strings, "\n".join(strings), dialect):
-                return None
+        # Markup behind JSON escapes: a decoded string holds a trigger the raw value does
+        # not show only through \u (the others decode to quotes, slashes, backslashes and
+        # control characters, which no trigger holds).
+        hidden = "\\" in raw and (triggered or "\\u" in raw)
+        if hidden and any(scan_markup(s, Where.VALUE, dialect) for s in strings_in(value)):
+            return None
         args[key] = value
     assert name is not None  # the block holds an invoke
     call = _clean_call(name, args, tools)
     return None if call is None else (*calls, call)
-
-
-def _holds_markup(values: list[str], joined: str, dialect: Dialect) -> bool:
-    """Whether a value scan finds markup in any of these texts. A trigger never spans a
-    newline, so one search of them `joined` by newlines answers for the usual texts."""
-    if not holds_trigger(joined):
-        return False
-    return any(scan_markup(v, Where.VALUE, dialect) for v in values)
 
 
 def _clean_call(name: str, args: dict, tools: ToolSet) -> ToolCall | None:

@@ -200,3 +200,30 @@ def test_a_parameter_name_too_long_for_the_tag_limit_is_read_tag_by_tag(value) -
         assert parse_dsml(text, TOOLSET) == _tag_by_tag(text), n
         with _without(clean_turn=True, invoke=False):
             assert parse_dsml(text, TOOLSET) == _tag_by_tag(text), n
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (r'{"a": "\u003c\uff5cUser\uff5c>"}', False),
+        (r'{"a": "\uff5c\u0044SML\uff5c"}', False),
+        (r'{"\u003c\uff5cUser\uff5c>": 1}', False),
+        (r'{"a": "<\/think>"}', False),
+        (r'{"a": "<parameter name=\"k\" string=\"true\">"}', False),
+        (r'{"a": "line\nbreak \"quoted\" back\\slash \t"}', True),
+        (r'{"a": "\u00e9t\u00e9"}', True),
+        (r'{"a": "a\/b"}', True),
+    ],
+)
+def test_markup_behind_json_escapes(raw: str, clean: bool) -> None:
+    """A string="false" value is scanned once decoded wherever an escape could hide markup."""
+    text = encode_completion([("create_ticket", {"title": "t", "reporter": {"name": "n"}})])
+    text = text.replace(
+        "</｜DSML｜invoke>",
+        f'<｜DSML｜parameter name="extra" string="false">{raw}</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>",
+    )
+    verdict = _tag_by_tag(text)
+    assert verdict.clean == clean, verdict
+    assert parse_dsml(text, TOOLSET) == verdict
+    assert (read_clean_turn(text, TOOLSET) is not None) == clean
