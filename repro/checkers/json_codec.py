@@ -59,6 +59,8 @@ _ENCODE = (
 
 def arguments_text(arguments: dict) -> str:
     """Arguments as SGLang writes them for the client, byte for byte."""
+    if not arguments:
+        return "{}"  # a zero-argument call, as common as any other: no encoder needed
     if _ENCODE is None:
         return _ENCODER.encode(arguments)
     return "".join(_ENCODE(arguments, 0))

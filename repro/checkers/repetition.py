@@ -48,8 +48,8 @@ class RepetitionProbe:
         # A probe finds a run only if at least MIN_RUN_CHARS follow it: at the end of the
         # text, later probes could not, so they are not taken.
         ahead = MIN_RUN_CHARS if final else LOOKAHEAD_CHARS
-        i = self.next_probe
-        while i + ahead <= end:
+        probes = range(self.next_probe, end - ahead + 1, PROBE_STRIDE_CHARS)
+        for i in probes:
             k = i - base
             probe = buf[k : k + PROBE_CHARS]
             # A period needs MIN_REPEATS copies before the text ends: near the end only
@@ -61,8 +61,8 @@ class RepetitionProbe:
                 self.run = run
                 self.next_probe = i + PROBE_STRIDE_CHARS
                 return
-            i += PROBE_STRIDE_CHARS
-        self.next_probe = i
+        if probes:
+            self.next_probe = probes[-1] + PROBE_STRIDE_CHARS
 
     @staticmethod
     def _try(buf: str, base: int, i: int, probe: str, stop: int, j: int) -> Run | None:

@@ -45,11 +45,12 @@ from repro.checkers.markup_scan import (
     judge_hits,
     scan_markup,
 )
-from repro.checkers.repetition import RepetitionProbe
+from repro.checkers.repetition import MIN_RUN_CHARS, RepetitionProbe
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import ToolCall, Verdict
 
 _NON_SPACE = re.compile(r"\S")
+_PROSE = Verdict((), ())  # a clean turn without calls (verdicts are immutable: one will do)
 # Printable ASCII but quotes, angle brackets and bars: a name as tags.py reads it, narrowed.
 _NAME = r'[^"<>|\x00-\x1f\x7f-\U0010ffff]'
 # Up to the first `<｜` or `</｜`; possessive, so a failed match does not backtrack.
@@ -115,14 +116,17 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     calls = _calls(pieces, tools, dialect, triggered) if pieces else ()
     if calls is None:
         return None
-    repetition = RepetitionProbe()
-    repetition.advance(text, 0, final=True)
-    return Verdict(calls, ()) if repetition.run is None else None
+    if len(text) >= MIN_RUN_CHARS:  # shorter text holds no run
+        repetition = RepetitionProbe()
+        repetition.advance(text, 0, final=True)
+        if repetition.run is not None:
+            return None
+    return Verdict(calls, ()) if calls else _PROSE
 
 
 def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
     """No markup finding in text[:hi], judged as the content segment is."""
-    if not holds_trigger(text, 0, hi):
+    if not holds_trigger(text[:hi]):
         return True
     if text.find(f"<{BAR}", 0, hi) != -1:
         return False
@@ -170,7 +174,7 @@ def _calls(
 
 def _clean_call(name: str, args: dict, tools: ToolSet) -> ToolCall | None:
     """The call as the state machine writes it, if its tool is declared and it fits the schema."""
-    if name not in tools:
+    if name not in tools.validators:
         return None
     arguments = arguments_text(args)
     if tools.violations(name, args, arguments):
