@@ -35,15 +35,14 @@ INVALID = re.compile("[\x00\u0080-\u009f\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
-def may_start_defect(buf: str, lo: int = 0, hi: int | None = None) -> bool:
-    """False only if no character defect starts in buf[lo:hi] (a match may end past hi):
-    one or two class scans, where the full scan takes three."""
-    hi = len(buf) if hi is None else hi
-    if buf.isascii():
-        return buf.find("\x00", lo, hi) != -1
-    first = SUSPECT.search(buf, lo, hi)  # CJK, DSML bars, emoji: none of these
+def may_start_defect(text: str) -> bool:
+    """False only if no character defect starts in the text: one or two class scans, where
+    the full scan takes three."""
+    if text.isascii():
+        return "\x00" in text
+    first = SUSPECT.search(text)  # CJK, DSML bars, emoji: none of these
     # Accented letters are SUSPECT but rarely a defect: look closer from the first.
-    return first is not None and DEFECT_START.search(buf, first.start(), hi + 1) is not None
+    return first is not None and DEFECT_START.search(text, first.start()) is not None
 
 
 def describe(kind: Kind, text: str) -> str:

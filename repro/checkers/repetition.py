@@ -56,8 +56,10 @@ class RepetitionProbe:
             # short periods can make a run, so only their recurrences are looked for.
             longest = (end - i) // MIN_REPEATS
             stop = k + PROBE_CHARS + (longest if longest < MAX_PERIOD_CHARS else MAX_PERIOD_CHARS)
-            j = buf.find(probe, k + 1, stop)  # most probes end here: -1, nothing recurs
-            if j != -1 and (run := self._try(buf, base, i, probe, stop, j)) is not None:
+            if probe not in buf[k + 1 : stop]:  # most probes end here: nothing recurs
+                continue  # (`in` on a slice: cheaper than find() and its arguments)
+            j = buf.find(probe, k + 1, stop)
+            if (run := self._try(buf, base, i, probe, stop, j)) is not None:
                 self.run = run
                 self.next_probe = i + PROBE_STRIDE_CHARS
                 return

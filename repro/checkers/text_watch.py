@@ -56,7 +56,7 @@ class TextWatch:
 
     def _scan_chars(self, buf: str, base: int, lo: int, hi: int) -> None:
         """Character defects that start in buf[lo:hi] (a match may run past `hi`)."""
-        if not may_start_defect(buf, lo, hi):
+        if not may_start_defect(buf[lo : hi + 1]):  # one more: a mojibake may end past hi
             return  # the usual case
         region = buf[lo:hi]
         covered = set()  # positions inside mojibake: a C1 character there is part of it

@@ -109,9 +109,10 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     triggered = holds_trigger(joined)
     if triggered and any(scan_markup(v, Where.VALUE, dialect) for v in values):
         return None
-    if not _plain_content(text, content_end, dialect):
+    content = text[:content_end]
+    if not _plain_content(content, dialect) or may_start_defect(content):
         return None
-    if may_start_defect(text, 0, content_end) or may_start_defect(joined):
+    if may_start_defect(joined):
         return None
     calls = _calls(pieces, tools, dialect, triggered) if pieces else ()
     if calls is None:
@@ -124,14 +125,14 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     return Verdict(calls, ()) if calls else _PROSE
 
 
-def _plain_content(text: str, hi: int, dialect: Dialect) -> bool:
-    """No markup finding in text[:hi], judged as the content segment is."""
-    if not holds_trigger(text[:hi]):
+def _plain_content(content: str, dialect: Dialect) -> bool:
+    """No markup finding in the content, judged as the content segment is."""
+    if not holds_trigger(content):
         return True
-    if text.find(f"<{BAR}", 0, hi) != -1:
+    if f"<{BAR}" in content:
         return False
-    hits = find_triggers(text, 0, hi, hi)
-    return not judge_hits(text, hits, 0, hi, Where.CONTENT, dialect)[0]
+    hits = find_triggers(content, 0, len(content), len(content))
+    return not judge_hits(content, hits, 0, len(content), Where.CONTENT, dialect)[0]
 
 
 def _calls(
