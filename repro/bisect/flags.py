@@ -24,7 +24,7 @@ from repro.bisect.classify import (
 from repro.bisect.ddmin import ddmin
 from repro.bisect.evidence import Evidence
 from repro.bisect.sprt import Decision, expected_sessions
-from repro.bisect.trial import Question, Trial, TrialRunner
+from repro.bisect.trial import Question, SpentOnTrials, Trial, TrialRunner
 from repro.errors import UsageError
 from repro.knobs import describe
 
@@ -32,7 +32,7 @@ KNOCKOUT_MAX_KNOBS = 16
 
 
 @dataclass(frozen=True, slots=True)
-class FlagReport:
+class FlagReport(SpentOnTrials):
     bad: Trial
     good: Trial
     differing: tuple[str, ...]
@@ -44,14 +44,6 @@ class FlagReport:
     method: str  # "knock-out" or "ddmin"
     trials: tuple[Trial, ...]
     notes: tuple[str, ...]
-
-    @property
-    def sessions(self) -> int:
-        return sum(t.sessions_run for t in self.trials)
-
-    @property
-    def wall_s(self) -> float:
-        return sum(t.evidence.wall_s for t in self.trials)
 
 
 async def search_flags(

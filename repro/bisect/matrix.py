@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.bisect.design import full_factorial, resolution_iv
-from repro.bisect.trial import Trial, TrialRunner
+from repro.bisect.trial import SpentOnTrials, Trial, TrialRunner
 from repro.errors import UsageError
 from repro.knobs import describe
 
@@ -19,19 +19,11 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
-class MatrixReport:
+class MatrixReport(SpentOnTrials):
     factors: dict[str, tuple[str, ...]]
     design: str  # "full factorial" or "resolution-IV fraction"
     cells: tuple[Cell, ...]
     trials: tuple[Trial, ...]
-
-    @property
-    def sessions(self) -> int:
-        return sum(t.sessions_run for t in self.trials)
-
-    @property
-    def wall_s(self) -> float:
-        return sum(t.evidence.wall_s for t in self.trials)
 
     def rows(self) -> list[dict[str, object]]:
         """One flat row per cell: the factors' values, then the decision and the rate."""

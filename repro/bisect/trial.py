@@ -49,6 +49,22 @@ class Trial:
 Question = Callable[[Evidence], bool]
 
 
+class SpentOnTrials:
+    """What a campaign report's trials cost in all: sessions run (cached ones included) and
+    engine time."""
+
+    __slots__ = ()
+    trials: tuple[Trial, ...]
+
+    @property
+    def sessions(self) -> int:
+        return sum(t.sessions_run for t in self.trials)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(t.evidence.wall_s for t in self.trials)
+
+
 def _fresh(wave_dir: Path) -> Path:
     """A wave folder left by an interrupted run is kept, renamed, for its logs; never reused."""
     if wave_dir.exists():

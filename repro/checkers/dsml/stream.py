@@ -334,12 +334,7 @@ class DsmlStream:
                 self._add(name.kind, name.offset + b, f"invoke {invoke.name!r}: {name.reason}")
         else:
             invoke.name = name
-        if stop == PARAM_OPEN:
-            self._param = _Param(at)
-            self._enter(_State.PARAM_HEAD, at + len(stop))
-        else:
-            self._close_invoke()
-            self._enter(_State.BLOCK_SEP, at + len(stop))
+        self._param_or_invoke_end(at, stop)
 
     def _step_param_head(self) -> bool:
         """The tag runs to its first `>`; without one nearby it is malformed (HEAD_LIMIT_CHARS)."""
@@ -469,6 +464,10 @@ class DsmlStream:
                 )
             self._unclosed_invoke(at, stop)
             return
+        self._param_or_invoke_end(at, stop)
+
+    def _param_or_invoke_end(self, at: int, stop: str) -> None:
+        """After an invoke's head or a parameter: the next parameter opens, or the invoke ends."""
         if stop == PARAM_OPEN:
             self._param = _Param(at)
             self._enter(_State.PARAM_HEAD, at + len(stop))
