@@ -1,15 +1,27 @@
-"""The terminal summary of a run: rates with intervals, defects, errors, latency, throughput."""
+"""The summary of a run as labelled rows (rates with intervals, defects, errors, latency,
+throughput), and their terminal rendering; the HTML page shows the same rows."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from repro.knobs import describe
 from repro.results.stats import wilson
 from repro.results.summary import RunSummary
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """One line of the summary; `tone` (red, green, yellow or "") colours it in either medium."""
+
+    label: str
+    text: str
+    tone: str = ""
 
 
 def _ms(values: dict[str, float]) -> str:
@@ -18,51 +30,70 @@ def _ms(values: dict[str, float]) -> str:
     return " / ".join(f"{values[k] * 1000:,.0f}" for k in ("p50", "p90", "p99")) + " ms"
 
 
+def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
+    """The figures both reports print, worded once so the terminal and the page agree."""
+    sessions = wilson(summary.sessions_corrupted, summary.sessions)
+    turns = wilson(summary.turns_corrupted, summary.turns)
+    colour = "red" if summary.turns_corrupted else "green"
+    rows = [
+        SummaryRow("configuration", describe(summary.config) or "(external engine)"),
+        SummaryRow(
+            "engine", f"{summary.engine} at {summary.url}" if summary.url else summary.engine
+        ),
+        SummaryRow("sessions corrupted", f"{sessions}  (95% Wilson interval)", colour),
+        SummaryRow("turns corrupted", str(turns), colour),
+    ]
+    if summary.defects:
+        rows.append(
+            SummaryRow("defects", ", ".join(f"{k} {v}" for k, v in summary.defects.items()))
+        )
+    errors = f"{summary.errors} errors" + (f" ({_outcomes(summary)})" if summary.errors else "")
+    aborted = f", {summary.aborted} aborted on purpose" if summary.aborted else ""
+    rows.append(SummaryRow("errors", errors + aborted))
+    if summary.wedge:
+        rows.append(SummaryRow("WEDGE", summary.wedge, "red"))
+    if summary.error:
+        rows.append(SummaryRow("engine error", summary.error.splitlines()[0], "red"))
+    if summary.interrupted:
+        rows.append(
+            SummaryRow(
+                "interrupted", "yes: the figures cover the turns finished before Ctrl-C", "yellow"
+            )
+        )
+    latency = summary.latency_s
+    rows += [
+        SummaryRow(
+            "context",
+            f"max prompt {summary.max_prompt_tokens:,} tokens; "
+            f"{summary.sessions_reaching_60k} of {summary.sessions_started} sessions reached 60k",
+        ),
+        SummaryRow("TTFT p50/p90/p99", _ms(latency.get("ttft", {}))),
+        SummaryRow("end-to-end p50/p90/p99", _ms(latency.get("e2e", {}))),
+        SummaryRow(
+            "throughput",
+            f"{summary.output_tokens_per_s:,.0f} output tokens/s over {summary.wall_s:,.0f} s",
+        ),
+    ]
+    if summary.client_was_slow:
+        rows.append(
+            SummaryRow(
+                "client",
+                f"send lag p99 {summary.send_lag_p99_s:.2f} s: repro was a bottleneck",
+                "yellow",
+            )
+        )
+    if run_dir is not None:
+        rows.append(SummaryRow("run folder", str(run_dir)))
+    return rows
+
+
 def render_summary(summary: RunSummary, run_dir: Path | None, console: Console) -> None:
     table = Table(title="repro run", show_header=False, title_justify="left", padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    sessions = wilson(summary.sessions_corrupted, summary.sessions)
-    turns = wilson(summary.turns_corrupted, summary.turns)
-    colour = "red" if summary.turns_corrupted else "green"
-    table.add_row("configuration", describe(summary.config) or "(external engine)")
-    table.add_row("engine", f"{summary.engine} at {summary.url}" if summary.url else summary.engine)
-    table.add_row("sessions corrupted", f"[{colour}]{sessions}[/]  (95% Wilson interval)")
-    table.add_row("turns corrupted", f"[{colour}]{turns}[/]")
-    if summary.defects:
-        table.add_row("defects", ", ".join(f"{k} {v}" for k, v in summary.defects.items()))
-    errors = f"{summary.errors} errors" + (f" ({_outcomes(summary)})" if summary.errors else "")
-    table.add_row(
-        "errors", errors + (f", {summary.aborted} aborted on purpose" if summary.aborted else "")
-    )
-    if summary.wedge:
-        table.add_row("[red]WEDGE[/]", f"[red]{summary.wedge}[/]")
-    if summary.error:
-        table.add_row("[red]engine error[/]", f"[red]{summary.error.splitlines()[0]}[/]")
-    if summary.interrupted:
-        table.add_row(
-            "[yellow]interrupted[/]",
-            "[yellow]yes: the figures cover the turns finished before Ctrl-C[/]",
-        )
-    table.add_row(
-        "context",
-        f"max prompt {summary.max_prompt_tokens:,} tokens; "
-        f"{summary.sessions_reaching_60k} of {summary.sessions_started} sessions reached 60k",
-    )
-    latency = summary.latency_s
-    table.add_row("TTFT p50/p90/p99", _ms(latency.get("ttft", {})))
-    table.add_row("end-to-end p50/p90/p99", _ms(latency.get("e2e", {})))
-    table.add_row(
-        "throughput",
-        f"{summary.output_tokens_per_s:,.0f} output tokens/s over {summary.wall_s:,.0f} s",
-    )
-    if summary.client_was_slow:
-        table.add_row(
-            "[yellow]client[/]",
-            f"[yellow]send lag p99 {summary.send_lag_p99_s:.2f} s: repro was a bottleneck[/]",
-        )
-    if run_dir is not None:
-        table.add_row("run folder", str(run_dir))
+    for row in summary_rows(summary, run_dir):
+        # Text, not markup: an engine's error message may hold square brackets.
+        table.add_row(Text(row.label, style=row.tone), Text(row.text, style=row.tone))
     console.print(table)
 
 

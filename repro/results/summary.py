@@ -74,7 +74,8 @@ class RunSummary:
         return bool(self.error or self.stalls or self.errors or self.interrupted)
 
 
-def _percentiles(values: Sequence[float]) -> dict[str, float]:
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """p50, p90, p99 and max (pandas' linear interpolation); {} when there is no value."""
     import pandas as pd
 
     series = pd.Series(values, dtype="float64").dropna()
@@ -116,7 +117,7 @@ def summarize(
     session_rate, turn_rate = wilson(sessions_corrupted, sessions), wilson(turns_corrupted, turns)
     completion = sum(r.completion_tokens or 0 for r in records)
     lags = [r.send_lag_s for r in records]
-    lag_p99 = _percentiles(lags).get("p99", 0.0)
+    lag_p99 = percentiles(lags).get("p99", 0.0)
     return RunSummary(
         sessions=sessions,
         sessions_corrupted=sessions_corrupted,
@@ -139,9 +140,9 @@ def summarize(
         outcomes=dict(sorted(outcomes.items())),
         defects=dict(Counter(k for r in judged for k in r.defect_kinds).most_common()),
         latency_s={
-            "ttft": _percentiles([r.ttft_s for r in judged if r.ttft_s is not None]),
-            "e2e": _percentiles([r.e2e_s for r in judged]),
-            "itl": _percentiles([g for r in judged for g in r.gaps_s]),
+            "ttft": percentiles([r.ttft_s for r in judged if r.ttft_s is not None]),
+            "e2e": percentiles([r.e2e_s for r in judged]),
+            "itl": percentiles([g for r in judged for g in r.gaps_s]),
         },
         completion_tokens=completion,
         output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
