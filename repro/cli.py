@@ -38,6 +38,14 @@ MaxCorruption = Annotated[
     ),
 ]
 Junit = Annotated[Path | None, typer.Option("--junit", help="also write JUnit XML here")]
+Html = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        help="also write a self-contained HTML page here: the summary, and plots of corruption "
+        "vs context length and vs concurrency, latency percentiles, and a timeline of errors",
+    ),
+]
 
 
 def _run(spec: RunSpec, out: Path | None) -> RunSummary:
@@ -142,13 +150,18 @@ def report(
         Path, typer.Argument(help="a run folder (works on an interrupted or crashed run too)")
     ],
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    html: Html = None,
 ) -> None:
-    """Summarise a run folder again, recomputed from its turns.parquet."""
+    """Summarise a run folder again, recomputed from its turns.parquet; --html for a page."""
     from repro.results.reading import read_run
     from repro.results.report import render_summary
 
     with exit_on_error():
         folder = read_run(run_dir)
+        if html is not None:
+            from repro.results.html_report import write_html_report
+
+            write_html_report(folder, html)
         if as_json:
             console.print_json(data=folder.summary.to_dict())
         else:

@@ -1,0 +1,137 @@
+"""The self-contained HTML page of a run: the summary rows, the plots as inline SVG, and the
+first corrupted turns. One file with no script and no link, so it can be mailed or archived."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+
+from repro.errors import UsageError
+from repro.results.reading import RunFolder
+from repro.results.report import summary_rows
+from repro.results.run_figures import FIRST_CORRUPTED, RunFigures, run_figures
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { text-align: left; padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; vertical-align: top; }
+td.num { text-align: right; }
+.red { color: #c0392b; } .green { color: #1e8449; } .yellow { color: #b9770e; }
+svg { max-width: 100%; height: auto; }
+p.caption { color: #555; font-size: 0.9em; margin-top: 0; }
+code { font-size: 0.85em; white-space: pre-wrap; word-break: break-all; }
+"""
+
+
+def write_html_report(folder: RunFolder, path: Path) -> None:
+    """Write the page to `path`; raises UsageError when it cannot be written there."""
+    # Checked before drawing, which takes a second or more.
+    if not path.parent.is_dir():
+        raise UsageError(f"cannot write the HTML report {path}: {path.parent} is not a folder.")
+    if path.is_dir():
+        raise UsageError(f"cannot write the HTML report to {path}: it is a folder; name a file.")
+    page = render_html(folder)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write the HTML report {path}: {e.strerror or e}.") from None
+
+
+def render_html(folder: RunFolder) -> str:
+    """The whole page as one string; every text taken from the run is escaped."""
+    from repro.results.run_plots import latency_plot, rate_plot, timeline_plot
+
+    summary, figures = folder.summary, run_figures(folder.records)
+    rows = summary_rows(summary, folder.path)
+    title = f"repro report: {folder.path.name}"
+    parts = [
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        _table(
+            None,
+            ([f"<b>{escape(r.label)}</b>", escape(r.text)] for r in rows),
+            (r.tone for r in rows),
+        ),
+        "<h2>Defects by kind</h2>",
+        _table(
+            ["kind", "judged turns"], ([escape(k), f"{v:,}"] for k, v in summary.defects.items())
+        )
+        if summary.defects
+        else "<p>none</p>",
+        _plot(
+            "Corruption vs context length",
+            f"Judged turns (outcome ok) by prompt tokens: the corrupted share, its 95% Wilson "
+            f"interval, and n.{_left_out(figures)}",
+            rate_plot(figures.by_context, "prompt tokens"),
+        ),
+        _plot(
+            "Corruption vs concurrency",
+            "Judged turns by how many turns were in flight when each was sent (itself included; "
+            "failed and aborted turns count, as they held a request open).",
+            rate_plot(figures.by_concurrency, "turns in flight at send"),
+        ),
+        _plot(
+            "Latency percentiles vs context length",
+            "Judged turns: time to first token and end-to-end time, p50 / p90 / p99, "
+            f"by prompt tokens.{_left_out(figures)}",
+            latency_plot(figures.latency_by_context),
+        ),
+        _plot(
+            "Timeline",
+            "Turns in flight over the run; below, each corrupted turn and each turn that did not "
+            "end ok, by outcome (aborted: cancelled on purpose by --abort-rate).",
+            timeline_plot(figures),
+        ),
+        _corrupted(figures, summary.turns_corrupted),
+        "<p class='caption'>Written by <code>repro report</code> from turns.parquet; "
+        "failures.jsonl in the run folder holds each corrupted turn's request and raw output.</p>",
+        "</body></html>\n",
+    ]
+    return "\n".join(parts)
+
+
+def _left_out(figures: RunFigures) -> str:
+    n = figures.judged_without_prompt_tokens
+    return f" {n:,} judged turns without prompt_tokens are left out." if n else ""
+
+
+def _plot(title: str, caption: str, svg: str) -> str:
+    return f"<h2>{escape(title)}</h2>\n<p class='caption'>{escape(caption)}</p>\n{svg}"
+
+
+def _table(
+    header: Sequence[str] | None, rows: Iterable[Sequence[str]], tones: Iterable[str] = ()
+) -> str:
+    """A table of cells that are already HTML (escaped by the caller); a tone is a CSS class."""
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
+    body = "".join(
+        (f"<tr class='{tone}'>" if tone else "<tr>")
+        + "".join(f"<td>{c}</td>" for c in cells)
+        + "</tr>"
+        for cells, tone in zip(rows, itertools.chain(tones, itertools.repeat("")), strict=False)
+    )
+    return f"<table>{head}{body}</table>"
+
+
+def _corrupted(figures: RunFigures, total: int) -> str:
+    if not figures.first_corrupted:
+        return "<h2>Corrupted turns</h2>\n<p>none</p>"
+    shown = len(figures.first_corrupted)
+    note = f"the first {shown} of {total:,}" if total > shown else f"all {total:,}"
+    rows = (
+        [
+            str(r.session_id),
+            str(r.turn),
+            f"{r.prompt_tokens:,}" if r.prompt_tokens is not None else "n/a",
+            f"<code>{escape(r.first_defect)}</code>",
+        ]
+        for r in figures.first_corrupted
+    )
+    return (
+        f"<h2>Corrupted turns</h2>\n<p class='caption'>{note}, by time sent "
+        f"(at most {FIRST_CORRUPTED}).</p>\n"
+        + _table(["session", "turn", "prompt tokens", "first defect"], rows)
+    )
