@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from repro.results.stats import wilson
 from tests.e2e.conftest import FAST, engine_processes, repro, summary
 
 pytestmark = pytest.mark.e2e
@@ -18,10 +22,29 @@ CONTRACT = {
 }  # fmt: skip
 
 
+Run = tuple[Path, subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def run_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
+    """One 6-session run per topology, started on first use and shared by this file's tests."""
+    runs: dict[str, Run] = {}
+
+    def get(topology: str) -> Run:
+        if topology not in runs:
+            out = tmp_path_factory.mktemp(topology) / "run"
+            args = ("run", "--sessions", "6", "--topology", topology, *FAST, "--out", str(out))
+            runs[topology] = (out, repro(*args))
+        return runs[topology]
+
+    return get
+
+
 @pytest.mark.parametrize("topology", ["single", "pd"])
-def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topology: str) -> None:
-    out = tmp_path / "run"
-    done = repro("run", "--sessions", "6", "--topology", topology, *FAST, "--out", str(out))
+def test_run_writes_the_run_folder_and_scores_every_turn(
+    run_of: Callable[[str], Run], topology: str
+) -> None:
+    out, done = run_of(topology)
     assert done.returncode == 0, done.stderr
     s = summary(out)
     assert s.keys() >= CONTRACT
@@ -46,6 +69,20 @@ def test_run_writes_the_run_folder_and_scores_every_turn(tmp_path: Path, topolog
         assert "sglang:generation_tokens_total" in (out / "metrics" / f"{name}.prom").read_text()
     assert "sessions corrupted" in done.stdout and "0/6" in done.stdout
     assert engine_processes(out) == []
+
+
+def test_report_html_writes_one_self_contained_page(run_of: Callable[[str], Run]) -> None:
+    out, done = run_of("single")  # the run above: no engine is started again
+    assert done.returncode == 0, done.stderr
+    page = out.parent / "report.html"
+    shown = repro("report", str(out), "--html", str(page), timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "sessions corrupted" in shown.stdout  # the terminal summary is still printed
+    html = page.read_text(encoding="utf-8")
+    s = summary(out)
+    assert str(wilson(s["sessions_corrupted"], s["sessions"])) in html
+    assert html.count("<svg") == 4 and "no data" not in html
+    assert not re.search(r"(src|href)=['\"]?https?://", html) and "<script" not in html
 
 
 def test_both_ways_of_returning_calls_are_judged(tmp_path: Path) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from repro.cli import app
 from repro.errors import UsageError
 from repro.results.html_report import render_html, write_html_report
 from repro.results.reading import RunFolder, read_run
@@ -64,7 +67,7 @@ def denied(self: Path, *args: object, **kwargs: object) -> None:
 
 
 def test_an_unwritable_destination_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
-    folder = folder_of([record()])
+    folder = folder_of([])
     with pytest.raises(UsageError, match="is not a folder"):
         write_html_report(folder, tmp_path / "missing" / "out.html")
     with pytest.raises(UsageError, match="it is a folder"):
@@ -75,3 +78,16 @@ def test_an_unwritable_destination_is_a_usage_error(tmp_path: Path, monkeypatch)
             write_html_report(folder, tmp_path / "out.html")
     write_html_report(folder, tmp_path / "out.html")
     assert (tmp_path / "out.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_command_writes_the_page_and_says_one_sentence_when_it_cannot(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", corrupted=0, sessions=0)
+    page = tmp_path / "page.html"
+    done = CliRunner().invoke(app, ["report", str(run), "--json", "--html", str(page)])
+    assert done.exit_code == 0 and json.loads(done.stdout)["sessions"] == 0
+    assert page.read_text(encoding="utf-8").count("<svg") == PLOTS
+    missing = CliRunner().invoke(
+        app, ["report", str(run), "--html", str(tmp_path / "no" / "p.html")]
+    )
+    assert missing.exit_code == 2 and missing.stdout == ""
+    assert "is not a folder." in missing.stderr and missing.stderr.count("\n") == 1
