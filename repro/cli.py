@@ -96,10 +96,18 @@ def gate(
     out: o.Out = None,
 ) -> None:
     """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 on an engine error."""
-    from repro.results.gate import Threshold, decide, gate_records, write_junit
+    from repro.results.gate import (
+        Threshold,
+        check_junit_path,
+        decide,
+        gate_records,
+        write_junit,
+    )
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
+        if junit is not None:
+            check_junit_path(junit)
         summary = _run(o.build_spec(**options), out)
         verdict = decide(summary, threshold)
         if junit is not None:

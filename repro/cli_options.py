@@ -248,3 +248,13 @@ def exit_on_error() -> Iterator[None]:
         # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
         errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a bug, with its traceback
+            raise
+        # A path the user gave cannot be read or written (a missing folder, no permission).
+        errors.print(
+            f"[red]error:[/] {escape(f'Cannot use {exc.filename}: {exc.strerror}.')}",
+            markup=True,
+            soft_wrap=True,
+        )
+        raise typer.Exit(UsageError.exit_code) from None

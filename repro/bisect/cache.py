@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from repro.bisect.evidence import Evidence, Wave
-from repro.errors import ReproError
+from repro.errors import ReproError, UsageError
 from repro.spec import RunSpec
 
 CACHE_VERSION = 1
@@ -47,6 +47,10 @@ class TrialCache:
     """Evidence files under one folder; reads tolerate a missing entry, never a corrupt one."""
 
     def __init__(self, folder: Path) -> None:
+        try:  # made now, so a bad --out fails before the first trial, not after it
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"Cannot create the trial cache {folder}: {exc.strerror}.") from None
         self.folder = folder
 
     def path(self, key: Mapping[str, object]) -> Path:

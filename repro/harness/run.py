@@ -255,7 +255,10 @@ async def run_async(
         raise UsageError(
             f"{run_dir} already exists and is not empty; choose a new --out so no earlier run is overwritten."
         )
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
     started, work, failure = time.monotonic(), anyio.CancelScope(), None
     summary: RunSummary | None = None
     try:

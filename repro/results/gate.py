@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -73,6 +74,17 @@ def gate_records(run_dir: Path) -> list[dict]:
 
     path = run_dir / "turns.parquet"
     return pq.read_table(path).to_pylist() if path.exists() else []
+
+
+def check_junit_path(path: Path) -> None:
+    """Refuse a --junit path that could not be written, before minutes of load are spent."""
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"--junit {path} is a folder; give the path of the XML file to write.")
+    if not folder.is_dir():
+        raise UsageError(f"--junit {path}: the folder {folder} does not exist.")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--junit {path}: the folder {folder} is not writable.")
 
 
 def write_junit(

@@ -35,12 +35,18 @@ def hand_started_engine():
     process.wait(timeout=10)
 
 
-def test_url_runs_against_an_engine_started_by_hand(tmp_path: Path, hand_started_engine: str) -> None:
+def test_url_runs_against_an_engine_started_by_hand(
+    tmp_path: Path, hand_started_engine: str
+) -> None:
     out = tmp_path / "ext"
-    done = repro("run", "--url", hand_started_engine, "--sessions", "4", *FAST[:2], "--out", str(out))
+    done = repro(
+        "run", "--url", hand_started_engine, "--sessions", "4", *FAST[:2], "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     s = summary(out)
-    assert s["sessions"] == 4 and s["turns"] >= 12 and s["errors"] == 0 and s["turns_corrupted"] == 0
+    assert (
+        s["sessions"] == 4 and s["turns"] >= 12 and s["errors"] == 0 and s["turns_corrupted"] == 0
+    )
     assert s["url"] == hand_started_engine and s["engine"] == "external"
     assert not (out / "logs").exists()
 
@@ -66,7 +72,9 @@ def first_error_line(done: subprocess.CompletedProcess[str]) -> str:
         (["--server-args", "--a 'b"], "--server-args cannot be split"),
     ],
 )
-def test_bad_input_is_one_sentence_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_input_is_one_sentence_and_exit_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
     done = repro("run", "--sessions", "1", *args, "--out", str(tmp_path / "x"), timeout=60)
     assert message in first_error_line(done)
 
@@ -78,7 +86,9 @@ def test_port_in_use(tmp_path: Path) -> None:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        done = repro("run", "--sessions", "1", "--port", str(port), "--out", str(tmp_path / "x"), timeout=60)
+        done = repro(
+            "run", "--sessions", "1", "--port", str(port), "--out", str(tmp_path / "x"), timeout=60
+        )
     assert f"Port {port} on 127.0.0.1 is already in use" in first_error_line(done)
 
 
@@ -89,12 +99,20 @@ def test_unreadable_profile(tmp_path: Path) -> None:
     assert "is invalid at 'engine.version'" in first_error_line(done)
 
 
-def test_engine_that_fails_to_start_shows_its_last_log_lines(tmp_path: Path, repo_root: Path) -> None:
+def test_engine_that_fails_to_start_shows_its_last_log_lines(
+    tmp_path: Path, repo_root: Path
+) -> None:
     text = (repo_root / "profiles" / "sim.toml").read_text()
     broken = tmp_path / "broken.toml"
-    broken.write_text(text.replace('"--log-level", "{log_level}"', '"--log-level", "{log_level}", "--no-such-flag"'))
+    broken.write_text(
+        text.replace(
+            '"--log-level", "{log_level}"', '"--log-level", "{log_level}", "--no-such-flag"'
+        )
+    )
     out = tmp_path / "run"
-    done = repro("run", "--profile", str(broken), "--topology", "single", "--out", str(out), timeout=60)
+    done = repro(
+        "run", "--profile", str(broken), "--topology", "single", "--out", str(out), timeout=60
+    )
     err = first_error_line(done)
     assert "The single engine process exited with code 2 before it became healthy" in err
     assert "--no-such-flag" in err  # the engine's own complaint, from its log
@@ -107,3 +125,19 @@ def test_existing_run_folder_is_not_overwritten(tmp_path: Path) -> None:
     done = repro("run", "--out", str(tmp_path / "old"), timeout=60)
     assert "already exists and is not empty" in first_error_line(done)
     assert (tmp_path / "old" / "summary.json").read_text() == "{}"
+
+
+def test_paths_that_cannot_be_written_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = repro("run", "--sessions", "1", "--out", str(blocker / "run"), timeout=60)
+    assert f"Cannot create the run folder {blocker / 'run'}" in first_error_line(done)
+    # Checked before any load is spent: no run folder appears.
+    done = repro("gate", "--junit", str(tmp_path / "no" / "j.xml"), "--out", str(tmp_path / "g"))
+    assert "the folder" in first_error_line(done) and "does not exist" in done.stderr
+    assert not (tmp_path / "g").exists()
+    done = repro(
+        "bisect", "flags", "--bad", "index_k=bf16", "--good", "index_k=fp8",
+        "--out", str(blocker / "b"),
+    )  # fmt: skip
+    assert f"Cannot create the trial cache {blocker / 'b'}" in first_error_line(done)

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
-from repro.results.gate import Threshold, decide, write_junit
+from repro.results.gate import Threshold, check_junit_path, decide, write_junit
 from repro.results.summary import summarize
 from tests.unit.results.test_store import record
 
 
-@pytest.mark.parametrize(("text", "turns", "allowed"), [("0", 100, 0), ("3", 100, 3), ("0.5%", 1000, 5), ("2 %", 50, 1)])
+@pytest.mark.parametrize(
+    ("text", "turns", "allowed"), [("0", 100, 0), ("3", 100, 3), ("0.5%", 1000, 5), ("2 %", 50, 1)]
+)
 def test_threshold_is_a_count_or_a_percent(text: str, turns: int, allowed: float) -> None:
     assert Threshold.parse(text).allowed(turns) == pytest.approx(allowed)
 
@@ -27,7 +29,9 @@ def test_bad_threshold_is_a_usage_error(text: str) -> None:
 
 def test_verdicts_and_exit_codes() -> None:
     clean = summarize([record(session_id=i) for i in range(5)], config={}, wall_s=1)
-    dirty = summarize([record(session_id=i, corrupted=i == 0) for i in range(5)], config={}, wall_s=1)
+    dirty = summarize(
+        [record(session_id=i, corrupted=i == 0) for i in range(5)], config={}, wall_s=1
+    )
     errored = summarize([record(), record(outcome="http_error", error="500")], config={}, wall_s=1)
     wedged = summarize([record()], config={}, wall_s=1, wedge="no token for 60 s")
     assert decide(clean, Threshold.parse("0")).exit_code == 0
@@ -41,7 +45,11 @@ def test_verdicts_and_exit_codes() -> None:
 
 
 def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
-    records = [record(session_id=0), record(session_id=1, corrupted=True), record(session_id=2, outcome="timeout")]
+    records = [
+        record(session_id=0),
+        record(session_id=1, corrupted=True),
+        record(session_id=2, outcome="timeout"),
+    ]
     summary = summarize(records, config={}, wall_s=1)
     verdict = decide(summary, Threshold.parse("0"))
     rows = [dataclasses.asdict(r) for r in records]
@@ -50,3 +58,11 @@ def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
     assert suite.get("tests") == "4" and suite.get("failures") == "1" and suite.get("errors") == "2"
     names = [case.get("name") for case in suite.iter("testcase")]
     assert names == ["session 0", "session 1", "session 2", "corruption threshold"]
+
+
+def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    check_junit_path(tmp_path / "junit.xml")  # a writable folder: no complaint
+    with pytest.raises(UsageError, match="is a folder"):
+        check_junit_path(tmp_path)
+    with pytest.raises(UsageError, match="does not exist"):
+        check_junit_path(tmp_path / "missing" / "junit.xml")
