@@ -16,7 +16,9 @@ pytestmark = pytest.mark.e2e
 FAST = ["--context-max", "12000", "--set", "time_scale=0.2", "--ramp-up", "0.5"]
 
 
-def repro(*args: str, timeout: float = 240, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def repro(
+    *args: str, timeout: float = 240, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """`python -m repro ARGS` as a real process; output captured as text."""
     return subprocess.run(
         [sys.executable, "-m", "repro", *args],

@@ -18,4 +18,7 @@ def test_malformed_assignment_is_refused(bad: str) -> None:
 
 
 def test_describe_puts_common_knobs_first() -> None:
-    assert describe({"zeta": "1", "index_k": "bf16", "topology": "pd"}) == "topology=pd,index_k=bf16,zeta=1"
+    assert (
+        describe({"zeta": "1", "index_k": "bf16", "topology": "pd"})
+        == "topology=pd,index_k=bf16,zeta=1"
+    )

@@ -44,7 +44,9 @@ def test_requested_values_override_defaults(repo_root: Path) -> None:
 
 def test_unknown_knob_names_the_known_ones(repo_root: Path) -> None:
     profile = load_profile(repo_root / "profiles" / "sim.toml")
-    with pytest.raises(UsageError, match=r"has no knob 'indexk'; its knobs are: topology, hicache, index_k"):
+    with pytest.raises(
+        UsageError, match=r"has no knob 'indexk'; its knobs are: topology, hicache, index_k"
+    ):
         profile.resolve_knobs({"indexk": "bf16"})
 
 
@@ -55,11 +57,14 @@ def test_unknown_value_lists_the_choices(repo_root: Path) -> None:
 
 
 def test_unmapped_knob_allows_only_its_native_value(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
 [knobs.index_k]
 values = ["fp8", "bf16"]
 unmapped = { native = "fp8", hint = "map it in a fork profile: map.bf16.engine = {args = [...]}" }
 """
+    )
     profile = load_profile(write(tmp_path, text))
     assert profile.resolve_knobs({"index_k": "fp8"})["index_k"] == "fp8"
     with pytest.raises(UsageError, match="cannot set index_k=bf16: map it in a fork profile"):
@@ -72,8 +77,14 @@ unmapped = { native = "fp8", hint = "map it in a fork profile: map.bf16.engine =
         ("[engine\nname=1", "is not valid TOML"),
         (MINIMAL + "\n[roles.single.extra]\nx = 1\n", "invalid at 'roles.single.extra'"),
         (MINIMAL.replace('entry = "single"', 'entry = "router"'), "names role 'router'"),
-        (MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.off.single = { args = ["-x"] }\n', "map names value 'off'"),
-        (MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.nobody = { args = ["-x"] }\n', "unknown role selector"),
+        (
+            MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.off.single = { args = ["-x"] }\n',
+            "map names value 'off'",
+        ),
+        (
+            MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.nobody = { args = ["-x"] }\n',
+            "unknown role selector",
+        ),
     ],
 )
 def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> None:

@@ -43,7 +43,9 @@ def test_flush_writes_a_readable_file_with_every_turn(tmp_path: Path) -> None:
 def test_failures_are_on_disk_before_close(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     bad = record(corrupted=True, content="<|DSML|function_calls>")
-    store.add_failure(bad, {"messages": [{"role": "user", "content": "hi"}]}, [{"kind": "malformed_markup"}])
+    store.add_failure(
+        bad, {"messages": [{"role": "user", "content": "hi"}]}, [{"kind": "malformed_markup"}]
+    )
     line = json.loads((tmp_path / "failures.jsonl").read_text())
     assert line["request"]["messages"][0]["content"] == "hi"
     assert line["output"]["content"] == "<|DSML|function_calls>"

@@ -20,7 +20,9 @@ def test_rates_count_judged_turns_and_sessions() -> None:
     ]  # fmt: skip
     s = summarize(records, config={"topology": "pd"}, wall_s=10.0)
     assert (s.sessions, s.sessions_corrupted, s.turns, s.turns_corrupted) == (3, 1, 5, 1)
-    assert s.session_corruption_rate == pytest.approx(1 / 3) and s.turn_corruption_rate == pytest.approx(0.2)
+    assert s.session_corruption_rate == pytest.approx(
+        1 / 3
+    ) and s.turn_corruption_rate == pytest.approx(0.2)
     assert s.errors == 1 and s.aborted == 1 and s.sessions_started == 4
     assert s.defects == {"malformed_markup": 1}
     assert s.session_corruption_ci[0] < 1 / 3 < s.session_corruption_ci[1]
