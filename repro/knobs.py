@@ -46,9 +46,10 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
     return knobs
 
 
-def describe(config: Mapping[str, str]) -> str:
-    """`topology=pd,hicache=on,...` in a stable order: the common knobs first."""
+def describe(config: Mapping[str, str], sep: str = ",") -> str:
+    """`topology=pd,hicache=on,...` in a stable order: the common knobs first (`sep=", "`
+    lets a table wrap it rather than cut it short)."""
     order = [k for k in STORY_DEFAULTS if k in config] + sorted(
         k for k in config if k not in STORY_DEFAULTS
     )
-    return ",".join(f"{k}={config[k]}" for k in order)
+    return sep.join(f"{k}={config[k]}" for k in order)

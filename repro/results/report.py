@@ -36,7 +36,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     turns = wilson(summary.turns_corrupted, summary.turns)
     colour = "red" if summary.turns_corrupted else "green"
     rows = [
-        SummaryRow("configuration", describe(summary.config) or "(external engine)"),
+        SummaryRow("configuration", describe(summary.config, ", ") or "(external engine)"),
         SummaryRow(
             "engine", f"{summary.engine} at {summary.url}" if summary.url else summary.engine
         ),
