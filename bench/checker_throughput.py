@@ -45,6 +45,7 @@ CHUNK_CHARS = 4
 # text), so streaming is timed on the first turns of each corpus only, on both sides.
 STREAM_TURNS = {"agent turns": 400, "long turns": 6}
 TARGET_MB_S = 20.0
+REFERENCE_LOOP = 5_000_000
 SECTION = ("<!-- checker_throughput:start -->", "<!-- checker_throughput:end -->")
 
 
@@ -148,13 +149,27 @@ def _ours_cpu_s(texts: list[str], mode: str) -> float:
     return time.process_time() - start
 
 
-def measure(corpora: dict[str, list[str]], repeats: int, python: Path) -> tuple[dict, dict]:
-    """Best CPU seconds per corpus and mode, ours and the peer's runs taken in turn."""
+def reference_loop_s() -> float:
+    """CPU seconds for a fixed pure-Python loop: this shared machine's speed drifts (we saw
+    1.8x between minutes), so each table says how fast the core was while it was measured."""
+    started, total = time.process_time(), 0
+    for i in range(REFERENCE_LOOP):
+        total += i
+    return time.process_time() - started
+
+
+def measure(
+    corpora: dict[str, list[str]], repeats: int, python: Path
+) -> tuple[dict, dict, list[float]]:
+    """Best CPU seconds per corpus and mode, ours and the peer's runs taken in turn, and the
+    reference loop's time at each repeat."""
     peer = Peer(python, corpora)
     mine: dict[str, dict[str, float]] = {n: {} for n in corpora}
     theirs: dict[str, dict[str, float]] = {n: {} for n in corpora}
+    reference: list[float] = []
     try:
         for _ in range(repeats):
+            reference.append(reference_loop_s())
             for name, texts in corpora.items():
                 streamed = texts[: STREAM_TURNS[name]]
                 runs = {
@@ -169,7 +184,7 @@ def measure(corpora: dict[str, list[str]], repeats: int, python: Path) -> tuple[
                     theirs[name][key] = min(theirs[name].get(key, float("inf")), took)
     finally:
         peer.close()
-    return mine, theirs
+    return mine, theirs, reference
 
 
 def _cpu_model() -> str:
@@ -186,14 +201,16 @@ def _mb(texts: list[str]) -> float:
     return sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
 
-def report(corpora, mine, theirs, loads, command: str) -> str:
+def report(corpora, mine, theirs, loads, reference: list[float], command: str) -> str:
     lines = [
         "## Checker throughput",
         "",
         SECTION[0],
         f"`{command}` — {time.strftime('%Y-%m-%d')}, {_cpu_model()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, pinned to one core; load average "
-        f"{loads[0]:.2f} before, {loads[1]:.2f} after.",
+        f"{loads[0]:.2f} before, {loads[1]:.2f} after; core speed: a "
+        f"{REFERENCE_LOOP / 1e6:.0f}M-step Python loop took {min(reference) * 1000:.0f}-"
+        f"{max(reference) * 1000:.0f} ms across the repeats.",
         "",
         "| corpus | turns | MB | ours whole MB/s | µs/turn | without schemas MB/s | "
         "SGLang whole MB/s | ratio | ours streamed MB/s | SGLang streamed MB/s | ratio |",
@@ -263,11 +280,11 @@ def main() -> None:
     tools = ToolSet.from_openai(TOOLS)
     for name, texts in corpora.items():  # time the healthy path, not error handling
         assert not any(parse_dsml(t, tools).defects for t in texts), f"{name}: a defect"
-    mine, theirs = measure(corpora, args.repeats, args.sglang_python)
+    mine, theirs, reference = measure(corpora, args.repeats, args.sglang_python)
     command = "python bench/checker_throughput.py" + (
         f" --repeats {args.repeats}" if args.repeats != 5 else ""
     )
-    section = report(corpora, mine, theirs, (before, os.getloadavg()[0]), command)
+    section = report(corpora, mine, theirs, (before, os.getloadavg()[0]), reference, command)
     print(section)
     if args.record:
         record(args.record, section)
