@@ -24,16 +24,19 @@ class RunFolder:
 
 def read_run(path: Path) -> RunFolder:
     """The turns of a run folder and its summary, recomputed from the turns."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     turns, spec_file = path / "turns.parquet", path / "spec.json"
     if not turns.exists() or not spec_file.exists():
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
-    records = [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
-    spec = json.loads(spec_file.read_text(encoding="utf-8"))
-    written = (
-        RunSummary.from_file(path / "summary.json") if (path / "summary.json").exists() else None
-    )
+    try:
+        records = [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
+    except (pa.ArrowException, TypeError):  # not Parquet at all, or not repro's columns
+        raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+    spec = _json_object(spec_file)
+    summary_file = path / "summary.json"
+    written = RunSummary.from_dict(_json_object(summary_file)) if summary_file.exists() else None
     wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
     summary = summarize(
         records,
@@ -48,3 +51,14 @@ def read_run(path: Path) -> RunFolder:
         run_dir=str(path),
     )
     return RunFolder(path, records, summary)
+
+
+def _json_object(path: Path) -> dict:
+    """A run folder's JSON file, which holds one object; anything else is one sentence."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError both are
+        raise UsageError(f"{path} is not valid JSON: {exc}.") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object, as repro run writes it.")
+    return data

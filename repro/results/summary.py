@@ -61,7 +61,10 @@ class RunSummary:
 
     @classmethod
     def from_file(cls, path: Path) -> RunSummary:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
         known = {f.name for f in dataclasses.fields(cls)}
         for key in ("session_corruption_ci", "turn_corruption_ci"):
             if key in data:

@@ -51,3 +51,33 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
     assert sessions.p_value < 0.001 and turns.p_value < 0.001
     (same, _) = compare(a, a)
     assert same.p_value == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("turns.parquet", b"", r"turns.parquet is not a turns table"),
+        ("turns.parquet", b"not parquet", r"turns.parquet is not a turns table"),
+        ("spec.json", b"{", r"spec.json is not valid JSON"),
+        ("spec.json", b"[]", r"spec.json does not hold a JSON object"),
+        ("summary.json", b"", r"summary.json is not valid JSON"),
+        ("summary.json", b"\xff", r"summary.json is not valid JSON"),
+    ],
+)
+def test_a_damaged_run_folder_is_one_sentence(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    folder = write_run(tmp_path / "a", corrupted=1)
+    (folder / name).write_bytes(content)
+    with pytest.raises(UsageError, match=message):
+        read_run(folder)
+
+
+def test_a_parquet_file_of_other_columns_is_not_a_turns_table(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = write_run(tmp_path / "a", corrupted=1)
+    pq.write_table(pa.table({"cell": [1, 2]}), folder / "turns.parquet")
+    with pytest.raises(UsageError, match="is not a turns table written by repro run"):
+        read_run(folder)
