@@ -79,22 +79,36 @@ def read_message(text: str) -> AssistantOutput:
         raise ValueError("expected a JSON object: an assistant message or a chat completion")
     finish_reason = None
     if "choices" in data:
-        choice = (data.get("choices") or [{}])[0]
+        choice = _object((_list(data.get("choices"), "choices") or [{}])[0], "choices[0]")
         finish_reason = choice.get("finish_reason")
-        data = choice.get("message") or {}
+        data = _object(choice.get("message") or {}, "choices[0].message")
     calls = []
-    for i, call in enumerate(data.get("tool_calls") or []):
-        function = call.get("function") or {}
+    for i, call in enumerate(_list(data.get("tool_calls"), "tool_calls")):
+        call = _object(call, f"tool_calls[{i}]")
+        function = _object(call.get("function") or {}, f"tool_calls[{i}].function")
         name, arguments = function.get("name"), function.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, str):
             raise ValueError(f"tool_calls[{i}] needs a string function.name and function.arguments")
         calls.append(ToolCall(name, arguments))
+    content = data.get("content") or ""
+    reasoning = data.get("reasoning_content") or data.get("reasoning") or ""
+    if not isinstance(content, str) or not isinstance(reasoning, str):
+        raise ValueError("content and reasoning_content must be strings (or null)")
     return AssistantOutput(
-        content=data.get("content") or "",
-        reasoning=data.get("reasoning_content") or data.get("reasoning") or "",
-        tool_calls=tuple(calls),
-        finish_reason=finish_reason,
+        content=content, reasoning=reasoning, tool_calls=tuple(calls), finish_reason=finish_reason
     )
+
+
+def _object(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a JSON object")
+    return value
+
+
+def _list(value: object, where: str) -> list:
+    if value is not None and not isinstance(value, list):
+        raise ValueError(f"{where} must be a JSON list")
+    return value or []
 
 
 DSML_V32 = Format("dsml-v32", "raw DeepSeek-V3.2 completion text", read_raw, check_dsml_v32)

@@ -135,6 +135,28 @@ def test_usage_errors_say_what_is_wrong_before_any_output(
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.parametrize(
+    ("message", "complaint"),
+    [
+        ({"role": "assistant", "content": 5}, "content and reasoning_content must be strings"),
+        ({"role": "assistant", "reasoning_content": ["x"]}, "must be strings"),
+        ({"role": "assistant", "tool_calls": 5}, "tool_calls must be a JSON list"),
+        ({"role": "assistant", "tool_calls": [5]}, r"tool_calls\[0\] must be a JSON object"),
+        ({"tool_calls": [{"function": 5}]}, r"tool_calls\[0\].function must be a JSON object"),
+        ({"choices": 5}, "choices must be a JSON list"),
+        ({"choices": [5]}, r"choices\[0\] must be a JSON object"),
+        ({"choices": [{"message": 5}]}, r"choices\[0\].message must be a JSON object"),
+    ],
+)
+def test_an_openai_message_of_the_wrong_shape_says_which_field(
+    tmp_path: Path, files, message: object, complaint: str
+) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(message), encoding="utf-8")
+    with pytest.raises(UsageError, match=f"is not a openai-parsed file .*{complaint}"):
+        check_command(files["tools"], [path], format="openai-parsed")
+
+
 def test_the_console_command(files) -> None:
     """`repro check` as mounted in the CLI: the same exit codes, usage errors on stderr."""
 
