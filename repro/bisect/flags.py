@@ -331,12 +331,18 @@ def _require(trial: Trial, wanted: Decision, side: str, runner: TrialRunner) -> 
     where = f"The {side} configuration ({describe(trial.config)})"
     measured = f"{trial.rate} of sessions corrupted"
     if got is Decision.UNKNOWN:
-        need = expected_sessions(trial.rate.value, runner.settings)
+        settings = runner.settings
+        need = f"the SPRT needs about {expected_sessions(trial.rate.value, settings):.0f} sessions"
+        if settings.p0 < trial.rate.value < settings.p1:
+            why = (
+                f"that rate lies between p0={settings.p0} and p1={settings.p1}, where {need} on "
+                "average; raise the load (--context-max, --sessions) or --sessions-cap."
+            )
+        else:  # a clear rate, but the cap came before the evidence could settle it
+            why = f"at that rate {need} on average to decide; raise --sessions-cap."
         raise UsageError(
-            f"{where} stayed UNKNOWN at the cap of {runner.settings.max_sessions} sessions "
-            f"({measured}): that rate lies between p0={runner.settings.p0} and "
-            f"p1={runner.settings.p1}, where the SPRT needs about {need:.0f} sessions on "
-            "average; raise the load (--context-max, --sessions) or --sessions-cap."
+            f"{where} stayed UNKNOWN at the cap of {settings.max_sessions} sessions "
+            f"({measured}): {why}"
         )
     if side == "bad":
         raise UsageError(

@@ -176,6 +176,24 @@ def test_refuses_a_bad_endpoint_stuck_between_p0_and_p1(tmp_path):
     assert [sessions for _, _, sessions in oracle.waves] == [80, 80]
 
 
+def test_a_clean_endpoint_cut_off_by_a_small_cap_is_told_to_raise_the_cap(tmp_path):
+    # 0 of 32 is below p0, not between p0 and p1: only the cap stands in the way (64 needed).
+    small = FlagCampaign(
+        run=RunSpec(sessions=16),
+        bad={"index_k": "bf16"},
+        good={"index_k": "fp8"},
+        sprt=SprtSettings(max_sessions=32),
+        out_dir=tmp_path,
+    )
+    oracle = FakeOracle(lambda c: 1.0 if c["index_k"] == "bf16" else 0.0)
+    with pytest.raises(UsageError) as refused:
+        bisect_flags(small, oracle=oracle)
+    message = str(refused.value)
+    assert "good configuration" in message and "stayed UNKNOWN at the cap of 32" in message
+    assert "lies between" not in message
+    assert "needs about 64 sessions on average to decide; raise --sessions-cap." in message
+
+
 def test_refuses_a_good_endpoint_that_corrupts(tmp_path):
     oracle = FakeOracle(lambda c: 0.2)
     with pytest.raises(UsageError, match=r"good configuration .* is not clean.*CORRUPTING"):
