@@ -49,11 +49,11 @@ def default(field: str) -> Any:
     return _field(field).default
 
 
-Sessions = Annotated[int, _opt("--sessions", "sessions", min=1)]
+Sessions = Annotated[int, _opt("--sessions", "sessions", min=1, max=100_000)]
 Concurrency = Annotated[int | None, _opt("--concurrency", "concurrency", min=1, show_default=False)]
 Scenario = Annotated[str, _opt("--scenario", "scenario")]
 Seed = Annotated[int, _opt("--seed", "seed", min=0)]
-ContextMax = Annotated[int, _opt("--context-max", "context_max_tokens", min=4000)]
+ContextMax = Annotated[int, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)]
 MaxTurns = Annotated[int, _opt("--max-turns", "max_turns", min=1)]
 RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
 TurnTimeout = Annotated[float, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
@@ -95,7 +95,8 @@ ServerArgs = Annotated[
 ]
 Port = Annotated[int | None, _opt("--port", "port", ENGINE, show_default=False)]
 HealthTimeout = Annotated[
-    float | None, _opt("--health-timeout", "health_timeout_s", ENGINE, show_default=False)
+    float | None,
+    _opt("--health-timeout", "health_timeout_s", ENGINE, min=0.001, show_default=False),
 ]
 Model = Annotated[str | None, _opt("--model", "model", ENGINE, show_default=False)]
 

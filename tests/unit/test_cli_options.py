@@ -1,0 +1,23 @@
+"""Out-of-range run options are refused by the option the user typed, before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from repro.cli import app
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "field"),
+    [
+        ("--sessions", "200000", "sessions"),
+        ("--context-max", "2000000", "context-max-tokens"),
+        ("--health-timeout", "0", "health-timeout-s"),
+    ],
+)
+def test_an_out_of_range_option_is_named_as_typed(option: str, value: str, field: str) -> None:
+    result = CliRunner().invoke(app, ["run", "--dry-run", option, value])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}'" in result.output
+    assert f"Invalid {field}:" not in result.output  # RunSpec's field name is no option
