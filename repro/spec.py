@@ -73,7 +73,8 @@ class RunSpec(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "input"
-            raise UsageError(f"Invalid {where.replace('_', '-')}: {first['msg']}.") from None
+            message = first["msg"].removeprefix("Value error, ")  # pydantic's, for a validator
+            raise UsageError(f"Invalid {where.replace('_', '-')}: {message}.") from None
 
     def profile_path(self) -> Path:
         return self.profile or DEFAULT_PROFILES[self.backend]
