@@ -81,6 +81,8 @@ def check_junit_path(path: Path) -> None:
     folder = path.parent
     if path.is_dir():
         raise UsageError(f"--junit {path} is a folder; give the path of the XML file to write.")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--junit {path}: {folder} is a file, not a folder.")
     if not folder.is_dir():
         raise UsageError(f"--junit {path}: the folder {folder} does not exist.")
     if not os.access(folder, os.W_OK):

@@ -66,3 +66,7 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path:
         check_junit_path(tmp_path)
     with pytest.raises(UsageError, match="does not exist"):
         check_junit_path(tmp_path / "missing" / "junit.xml")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="a-file is a file, not a folder"):
+        check_junit_path(blocker / "junit.xml")
