@@ -27,15 +27,22 @@ def read_run(path: Path) -> RunFolder:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    turns, spec_file = path / "turns.parquet", path / "spec.json"
+    turns, spec_file, summary_file = (
+        path / n for n in ("turns.parquet", "spec.json", "summary.json")
+    )
     if not turns.exists() or not spec_file.exists():
+        if summary_file.exists():  # repro made it, but no load ran: say why it stopped
+            written = RunSummary.from_dict(_json_object(summary_file))
+            why = written.error or (
+                "interrupted." if written.interrupted else "no reason recorded."
+            )
+            raise UsageError(f"{path} holds no turns; the run stopped before any load ran: {why}")
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
     try:
         records = [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
     except (pa.ArrowException, TypeError):  # not Parquet at all, or not repro's columns
         raise UsageError(f"{turns} is not a turns table written by repro run.") from None
     spec = _json_object(spec_file)
-    summary_file = path / "summary.json"
     written = RunSummary.from_dict(_json_object(summary_file)) if summary_file.exists() else None
     wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
     summary = summarize(

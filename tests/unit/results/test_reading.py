@@ -81,3 +81,19 @@ def test_a_parquet_file_of_other_columns_is_not_a_turns_table(tmp_path: Path) ->
     pq.write_table(pa.table({"cell": [1, 2]}), folder / "turns.parquet")
     with pytest.raises(UsageError, match="is not a turns table written by repro run"):
         read_run(folder)
+
+
+def test_a_run_stopped_before_any_load_says_why(tmp_path: Path) -> None:
+    # What `repro run` leaves when the engine fails to start or Ctrl-C comes during start-up.
+    folder = tmp_path / "failed"
+    folder.mkdir()
+    failed = summarize([], config={}, wall_s=0.5, error="The prefill engine exited with code 1.")
+    RunStore.write_json(folder / "summary.json", failed.to_dict())
+    with pytest.raises(
+        UsageError, match=r"holds no turns.*: The prefill engine exited with code 1"
+    ):
+        read_run(folder)
+    stopped = summarize([], config={}, wall_s=0.5, interrupted=True)
+    RunStore.write_json(folder / "summary.json", stopped.to_dict())
+    with pytest.raises(UsageError, match="stopped before any load ran: interrupted"):
+        read_run(folder)
