@@ -49,9 +49,10 @@ def read_run(path: Path) -> RunFolder:
         records,
         config=spec.get("config", {}),
         wall_s=wall_s,
-        interrupted=written.interrupted if written else True,  # no summary: it did not finish
+        # No summary.json: the run is still going, or was killed before writing one.
+        interrupted=written.interrupted if written else True,
         wedge=written.wedge if written else None,
-        error=written.error if written else "the run ended without writing summary.json",
+        error=written.error if written else None,
         engine=spec.get("engine", ""),
         url=spec.get("url", ""),
         started_at=spec.get("started_at", ""),

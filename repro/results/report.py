@@ -57,7 +57,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     if summary.interrupted:
         rows.append(
             SummaryRow(
-                "interrupted", "yes: the figures cover the turns finished before Ctrl-C", "yellow"
+                "interrupted", "yes: the figures cover only the turns that finished", "yellow"
             )
         )
     latency = summary.latency_s
