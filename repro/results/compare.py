@@ -48,6 +48,9 @@ def render_comparison(
         "",
     )
     for row in rows:
+        if not row.a.n or not row.b.n:  # nothing measured on one side: nothing to test
+            table.add_row(row.what, str(row.a), str(row.b), "n/a (a run measured nothing)")
+            continue
         verdict = "differ" if row.p_value < 0.05 else "no significant difference"
         table.add_row(row.what, str(row.a), str(row.b), f"{row.p_value:.3g} ({verdict})")
     console.print(table)
