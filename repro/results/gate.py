@@ -55,9 +55,13 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     if summary.stalls:
         return GateVerdict(EXIT_ERROR, f"WEDGE: {summary.wedge}")
     if summary.errors:
+        failed = ", ".join(
+            f"{k} {v}"
+            for k, v in summary.outcomes.items()
+            if k not in ("ok", "aborted", "cancelled")
+        )
         return GateVerdict(
-            EXIT_ERROR,
-            f"ERROR: {summary.errors} turns failed ({summary.outcomes}); the run cannot vouch.",
+            EXIT_ERROR, f"ERROR: {summary.errors} turns failed ({failed}); the run cannot vouch."
         )
     if summary.turns == 0:
         return GateVerdict(EXIT_ERROR, "ERROR: no turn was judged.")
