@@ -61,9 +61,9 @@ class PreflightReport:
     def failure_message(self) -> str:
         """One message naming each failing role and each of its problems."""
         lines = [
-            f"Preflight failed: the engine's own parser rejects {len(self.problems_by_role())} "
-            "role(s); nothing was started. Fix these in --server-args, --set, --server-python "
-            "or the profile:"
+            # Not always the parser's verdict: the interpreter or SGLang may be missing.
+            f"Preflight failed for {len(self.problems_by_role())} role(s); nothing was started. "
+            "Fix these in --server-args, --set, --server-python or the profile:"
         ]
         for verdict in self.verdicts:
             if verdict.problems:
@@ -176,7 +176,9 @@ def _run_probe(
     else:
         answer = _answer_line(done.stdout)
         if answer is None:
-            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            tail = (
+                " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:]) or "(no output)"
+            )
             failure = f"{' '.join(launcher)} exited {done.returncode} without an answer: {tail}"
     if failure is not None:
         return [

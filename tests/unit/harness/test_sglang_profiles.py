@@ -232,6 +232,15 @@ def test_a_missing_interpreter_is_one_clear_problem_per_role(upstream, tmp_path)
         "not found" in p[0] and "--server-python" in p[0]
         for p in report.problems_by_role().values()
     )
+    # No parser ran, so the headline does not say one rejected anything.
+    message = report.failure_message()
+    assert message.startswith("Preflight failed for 3 role(s)") and "parser rejects" not in message
+
+
+def test_an_interpreter_that_exits_silently_says_so(upstream, tmp_path) -> None:
+    plan = plan_for(upstream, Path("/bin/false"), knobs={"topology": "single"})
+    (verdict,) = check_plans([plan], upstream)[0].verdicts
+    assert verdict.problems == ("/bin/false exited 1 without an answer: (no output)",)
 
 
 def test_an_interpreter_without_sglang_says_so(upstream) -> None:
