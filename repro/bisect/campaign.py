@@ -65,8 +65,15 @@ class _Campaign(BaseModel):
 
 
 class FlagCampaign(_Campaign):
-    bad: dict[str, str] = Field(min_length=1, description="knobs of the failing configuration")
-    good: dict[str, str] = Field(min_length=1, description="knobs of the clean configuration")
+    bad: dict[str, str] = Field(description="knobs of the failing configuration")
+    good: dict[str, str] = Field(description="knobs of the clean configuration")
+
+    @model_validator(mode="after")
+    def _endpoints_given(self) -> FlagCampaign:
+        for side, knobs in (("bad", self.bad), ("good", self.good)):
+            if not knobs:
+                raise ValueError(f"--{side} needs at least one knob as K=V, e.g. index_k=bf16")
+        return self
 
 
 class MatrixCampaign(_Campaign):

@@ -66,6 +66,14 @@ def test_url_is_refused_with_a_reason(tmp_path, fake):
     assert "--url cannot be used" in result.stderr
 
 
+@pytest.mark.parametrize(("bad", "good", "side"), [("", GOOD, "--bad"), (BAD, " , ", "--good")])
+def test_an_empty_endpoint_names_its_option(tmp_path, fake, bad, good, side):
+    result = invoke("flags", "--bad", bad, "--good", good, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"{side} needs at least one knob as K=V" in result.stderr
+    assert fake == []  # nothing ran
+
+
 def test_refused_endpoint_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr(campaign_module, "_harness_oracle", lambda run: FakeOracle(lambda c: 0.0))
     result = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path))
