@@ -41,7 +41,10 @@ class LiveProgress:
         self._live.__exit__(*exc)  # type: ignore[arg-type]
 
     def update(self, state: CampaignState) -> None:
-        self._live.update(render_state(state))
+        if self.console.is_terminal:
+            self._live.update(render_state(state))
+        elif state.wave_running and state.current:  # a log (CI): one plain line per wave
+            self.console.print(f"{_header(state)}; now: {_now(state)}", soft_wrap=True)
 
 
 def render_state(state: CampaignState) -> Group:
@@ -50,21 +53,24 @@ def render_state(state: CampaignState) -> Group:
         table.add_column(column)
     for label, decision, corrupted, sessions in state.decisions[-12:]:
         table.add_row(label, decision, f"{corrupted}/{sessions}")
-    minutes = state.elapsed_s / 60
-    trials = len(state.decisions)
-    header = Text(
-        f"bisect: {trials} trial{'s' * (trials != 1)} decided, {state.sessions_spent} sessions "
-        f"spent, {minutes:.1f} min",
-        style="bold",
-    )
-    parts: list[object] = [header]
+    parts: list[object] = [Text(_header(state), style="bold")]
     if state.current:
-        doing = "running a wave" if state.wave_running else "checking"
-        parts.append(
-            Text(
-                f"now: {state.current} — {doing}; "
-                f"{state.current_corrupted}/{state.current_sessions} sessions corrupted so far"
-            )
-        )
+        parts.append(Text(f"now: {_now(state)}"))
     parts.append(table)
     return Group(*parts)
+
+
+def _header(state: CampaignState) -> str:
+    trials = len(state.decisions)
+    return (
+        f"bisect: {trials} trial{'s' * (trials != 1)} decided, {state.sessions_spent} sessions "
+        f"spent, {state.elapsed_s / 60:.1f} min"
+    )
+
+
+def _now(state: CampaignState) -> str:
+    doing = "running a wave" if state.wave_running else "checking"
+    return (
+        f"{state.current} — {doing}; "
+        f"{state.current_corrupted}/{state.current_sessions} sessions corrupted so far"
+    )

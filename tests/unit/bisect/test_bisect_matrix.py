@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 from fake_oracle import FakeOracle, story_rate
 from rich.console import Console
 
 from repro.bisect.campaign import MatrixCampaign, bisect_matrix
-from repro.bisect.progress import render_state
+from repro.bisect.progress import LiveProgress, render_state
 from repro.errors import UsageError
 from repro.spec import RunSpec
 
@@ -81,3 +83,15 @@ def test_progress_reports_the_running_trial_and_the_decisions_so_far(tmp_path):
     console = Console(width=100, record=True)
     console.print(render_state(final))
     assert "8 trials decided" in console.export_text()
+
+
+def test_progress_in_a_log_is_one_plain_line_per_wave(tmp_path):
+    """Not a terminal (CI, a redirected stderr): the campaign still shows it is moving."""
+    log = io.StringIO()
+    console = Console(file=log, width=200)  # a file: not a terminal
+    with LiveProgress(console) as progress:
+        bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=FakeOracle(), progress=progress)
+    lines = log.getvalue().splitlines()
+    assert lines and all(line.startswith("bisect: ") for line in lines)
+    assert "now: topology=single,hicache=off,index_k=fp8 — running a wave" in lines[0]
+    assert "0 trials decided" in lines[0] and "7 trials decided" in lines[-1]
