@@ -95,7 +95,8 @@ def gate(
     junit: Junit = None,
     out: o.Out = None,
 ) -> None:
-    """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 on an engine error."""
+    """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 when the run cannot
+    vouch (engine error, wedge, failed turns, no turn judged)."""
     from repro.results.gate import (
         Threshold,
         check_junit_path,

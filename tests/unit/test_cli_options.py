@@ -21,3 +21,9 @@ def test_an_out_of_range_option_is_named_as_typed(option: str, value: str, field
     assert result.exit_code == 2
     assert f"Invalid value for '{option}'" in result.output
     assert f"Invalid {field}:" not in result.output  # RunSpec's field name is no option
+
+
+def test_gate_help_names_every_reason_for_exit_2() -> None:
+    result = CliRunner().invoke(app, ["gate", "--help"], terminal_width=200)
+    text = " ".join(result.output.split())
+    assert "2 when the run cannot vouch (engine error, wedge, failed turns, no turn judged)" in text
