@@ -14,7 +14,7 @@ import typer
 
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
-from repro.errors import UsageError
+from repro.errors import EngineError, UsageError
 
 if TYPE_CHECKING:
     from repro.results.summary import RunSummary
@@ -74,7 +74,8 @@ def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> 
     with exit_on_error():
         spec = o.build_spec(**options)
         if not dry_run:
-            _run(spec, out)
+            if (wedge := _run(spec, out).wedge) is not None:  # README: a wedged engine is exit 2
+                raise EngineError(f"{wedge[0].upper()}{wedge[1:]} (a wedge).")
             return
         from repro.harness.dry_run import render_plan
         from repro.harness.run import resolve
