@@ -32,6 +32,11 @@ def write_html_report(folder: RunFolder, path: Path) -> None:
         raise UsageError(f"cannot write the HTML report {path}: {path.parent} is not a folder.")
     if path.is_dir():
         raise UsageError(f"cannot write the HTML report to {path}: it is a folder; name a file.")
+    inside = path.exists() and path.resolve().parent == folder.path.resolve()
+    if inside and path.suffix.lower() not in (".html", ".htm"):  # turns.parquet, spec.json, ...
+        raise UsageError(
+            f"cannot write the HTML report over {path}: it is part of the run; name a new file."
+        )
     page = render_html(folder)
     try:
         path.write_text(page, encoding="utf-8")

@@ -91,3 +91,14 @@ def test_the_command_writes_the_page_and_says_one_sentence_when_it_cannot(tmp_pa
     )
     assert missing.exit_code == 2 and missing.stdout == ""
     assert "is not a folder." in missing.stderr and missing.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["turns.parquet", "spec.json", "summary.json"])
+def test_the_page_never_overwrites_the_runs_own_files(tmp_path: Path, name: str) -> None:
+    run = write_run(tmp_path / "run", corrupted=1, sessions=4)
+    before = (run / name).read_bytes()
+    with pytest.raises(UsageError, match="it is part of the run; name a new file"):
+        write_html_report(read_run(run), run / name)
+    assert (run / name).read_bytes() == before
+    write_html_report(read_run(run), run / "report.html")  # a page beside them is fine
+    write_html_report(read_run(run), run / "report.html")  # and may be redrawn
