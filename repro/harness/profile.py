@@ -19,9 +19,12 @@ Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (thi
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 import tomllib
+import types
+import typing
 from pathlib import Path
 from typing import Literal
 
@@ -235,10 +238,44 @@ def load_profile(path: Path) -> Profile:
     try:
         return Profile(**data, source=Path(path))
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()  # a misspelled key first: it also explains a "missing" one
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
         message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":  # a misspelled key: say what to write instead
+            known = _keys_at(first["loc"][:-1])
+            close = difflib.get_close_matches(str(first["loc"][-1]), known, n=1)
+            message = f"no such key; did you mean '{close[0]}'?" if close else "no such key"
+            message += f" (known here: {', '.join(known)})" if known else ""
         raise UsageError(f"Profile {path} is invalid at '{key}': {message}.") from None
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the table at `loc` accepts: the fields of the model found there."""
+    shape: object = Profile
+    for part in loc:
+        shape = _unwrap(shape)
+        if isinstance(shape, type) and issubclass(shape, BaseModel):
+            field = shape.model_fields.get(str(part))
+            if field is None:
+                return []
+            shape = field.annotation
+        elif typing.get_origin(shape) in (dict, list):  # a table's name or a list's index
+            shape = typing.get_args(shape)[-1]
+        else:
+            return []
+    shape = _unwrap(shape)
+    if isinstance(shape, type) and issubclass(shape, BaseModel):
+        return [name for name in shape.model_fields if name != "source"]
+    return []
+
+
+def _unwrap(shape: object) -> object:
+    """X from `X | None`."""
+    if isinstance(shape, types.UnionType) or typing.get_origin(shape) is typing.Union:
+        (inner,) = [a for a in typing.get_args(shape) if a is not type(None)]
+        return inner
+    return shape
 
 
 def default_python() -> str:

@@ -95,3 +95,31 @@ def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> 
 def test_missing_profile_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"Profile .*nope.toml does not exist\."):
         load_profile(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            MINIMAL.replace('version = "1"', 'version = "1"\nhealth_timeot_s = 9'),
+            r"invalid at 'engine.health_timeot_s': no such key; did you mean 'health_timeout_s'\?",
+        ),
+        (  # a misspelled table is named, not the table it leaves "missing"
+            MINIMAL.replace("[engine]", "[engin]"),
+            r"invalid at 'engin': no such key; did you mean 'engine'\? \(known here: engine,",
+        ),
+        (  # deep inside a knob's map
+            MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.single = { argz = ["-x"] }\n',
+            r"'knobs.hicache.map.on.single.argz': no such key; did you mean 'args'\?",
+        ),
+        (
+            MINIMAL + "[roles.single.extra]\nx = 1\n",
+            r"'roles.single.extra': no such key \(known here: command, health, env, ports,",
+        ),
+    ],
+)
+def test_a_misspelled_key_says_what_to_write_instead(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_profile(write(tmp_path, text))
