@@ -45,6 +45,17 @@ def _env_flag(name: str, default: bool) -> bool:
     return default
 
 
+def _port(text: str) -> int:
+    """A TCP port, checked here so a wrong one is a usage line, not a bind() traceback."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(text)
+    return port
+
+
+_port.__name__ = "port"  # argparse names the type in its message: "invalid port value"
+
+
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
@@ -54,10 +65,10 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--disaggregation-mode", choices=("null", "prefill", "decode"), default="null")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--port", type=_port, default=30000)
     p.add_argument(
         "--disaggregation-bootstrap-port",
-        type=int,
+        type=_port,
         default=8998,
         help="prefill: port of the KV hand-over server; decode: default when a request names none",
     )
@@ -136,7 +147,7 @@ def _router_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--decode", required=True, metavar="URL")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--port", type=_port, default=30000)
     p.add_argument("--request-timeout-secs", type=float, default=600.0)
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
 

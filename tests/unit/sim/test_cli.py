@@ -28,7 +28,24 @@ def test_flags_map_to_the_engine_config(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.parametrize(
-    "argv", [["serve", "--bogus"], ["serve", "--enable-hier"], ["serve", "--index-k-dtype", "fp4"]]
+    "argv",
+    [
+        ["serve", "--bogus"],
+        ["serve", "--enable-hier"],
+        ["serve", "--index-k-dtype", "fp4"],
+        ["serve", "--port", "99999"],  # was an OverflowError traceback from bind()
+        ["serve", "--disaggregation-bootstrap-port", "-1"],
+        [
+            "router",
+            "--pd-disaggregation",
+            "--prefill",
+            "http://p",
+            "--decode",
+            "http://d",
+            "--port",
+            "70000",
+        ],
+    ],
 )
 def test_unknown_abbreviated_or_bad_flags_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
