@@ -266,12 +266,12 @@ async def run_async(
             outer.start_soon(_on_signals, work, progress)
             with work:
                 if progress is not None:
-                    what = (
-                        f"attaching to {spec.url}"
+                    progress.status(
+                        f"attaching to {spec.url}"  # an engine repro did not start: no logs
                         if spec.url
-                        else f"starting the {resolved.config['topology']} engine"
+                        else f"starting the {resolved.config['topology']} engine; "
+                        f"logs in {run_dir / 'logs'}"
                     )
-                    progress.status(f"{what}; logs in {run_dir / 'logs'}")
                 async with engine(spec, run_dir / "logs", resolved) as endpoint:
                     if progress is not None:
                         progress.status(
