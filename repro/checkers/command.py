@@ -66,7 +66,9 @@ def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
     try:
         return chosen.read(text)
     except (ValueError, AttributeError, TypeError) as e:
-        raise UsageError(f"{path} is not a {chosen.name} file ({chosen.summary}): {e}.") from None
+        raise UsageError(
+            f"{path} is not a valid {chosen.name} file ({chosen.summary}): {e}."
+        ) from None
 
 
 def _field_text(output: AssistantOutput, field: str) -> str:

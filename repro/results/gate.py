@@ -61,7 +61,8 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
             if k not in ("ok", "aborted", "cancelled")
         )
         return GateVerdict(
-            EXIT_ERROR, f"ERROR: {summary.errors} turns failed ({failed}); the run cannot vouch."
+            EXIT_ERROR,
+            f"ERROR: {summary.errors} turn{'s' if summary.errors != 1 else ''} failed ({failed}); the run cannot vouch.",
         )
     if summary.turns == 0:
         return GateVerdict(EXIT_ERROR, "ERROR: no turn was judged.")

@@ -123,7 +123,7 @@ def test_undecodable_bytes_are_a_defect_not_a_crash(files, capsys, tmp_path: Pat
         (lambda f: (f["tools"], [], "dsml-v32", False), "at least one FILE"),
         (
             lambda f: (f["tools"], [f["good"]], "openai-parsed", False),
-            "is not a openai-parsed file",
+            "is not a valid openai-parsed file",
         ),
     ],
 )
@@ -153,7 +153,7 @@ def test_an_openai_message_of_the_wrong_shape_says_which_field(
 ) -> None:
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(message), encoding="utf-8")
-    with pytest.raises(UsageError, match=f"is not a openai-parsed file .*{complaint}"):
+    with pytest.raises(UsageError, match=f"is not a valid openai-parsed file .*{complaint}"):
         check_command(files["tools"], [path], format="openai-parsed")
 
 

@@ -41,7 +41,7 @@ def test_verdicts_and_exit_codes() -> None:
     assert decide(dirty, Threshold.parse("19%")).exit_code == 1  # 1 of 5 is 20%
     assert decide(errored, Threshold.parse("0")).exit_code == 2
     # Which outcomes failed, in words (not a Python dict, not the ok turns).
-    assert "1 turns failed (http_error 1); the run" in decide(errored, Threshold.parse("0")).message
+    assert "1 turn failed (http_error 1); the run" in decide(errored, Threshold.parse("0")).message
     verdict = decide(wedged, Threshold.parse("0"))
     assert verdict.exit_code == 2 and verdict.message.startswith("WEDGE")
 
