@@ -24,6 +24,15 @@ class SummaryRow:
     tone: str = ""
 
 
+def _context(summary: RunSummary) -> str:
+    """The largest prompt, and how many sessions got to the story's 60k; that count is left
+    out for runs whose prompts never got there (a short --context-max), where it says nothing."""
+    text = f"max prompt {summary.max_prompt_tokens:,} tokens"
+    if summary.max_prompt_tokens < 60_000:
+        return text
+    return f"{text}; {summary.sessions_reaching_60k} of {summary.sessions_started} sessions reached 60k"
+
+
 def _ms(values: dict[str, float]) -> str:
     if not values:
         return "n/a"
@@ -62,11 +71,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         )
     latency = summary.latency_s
     rows += [
-        SummaryRow(
-            "context",
-            f"max prompt {summary.max_prompt_tokens:,} tokens; "
-            f"{summary.sessions_reaching_60k} of {summary.sessions_started} sessions reached 60k",
-        ),
+        SummaryRow("context", _context(summary)),
         SummaryRow("TTFT p50/p90/p99", _ms(latency.get("ttft", {}))),
         SummaryRow("end-to-end p50/p90/p99", _ms(latency.get("e2e", {}))),
         SummaryRow(

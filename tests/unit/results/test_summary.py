@@ -48,3 +48,17 @@ def test_summary_round_trips_through_json(tmp_path: Path) -> None:
     RunStore.write_json(tmp_path / "summary.json", s.to_dict())
     again = RunSummary.from_file(tmp_path / "summary.json")
     assert again == s and again.stalls == 1
+
+
+def test_the_context_row_counts_sessions_at_60k_only_when_prompts_got_there() -> None:
+    from repro.results.report import summary_rows
+
+    def context_row(prompt_tokens: list[int]) -> str:
+        turns = [record(session_id=i, prompt_tokens=p) for i, p in enumerate(prompt_tokens)]
+        rows = summary_rows(summarize(turns, config={}, wall_s=1.0), None)
+        return next(row.text for row in rows if row.label == "context")
+
+    assert context_row([61_000, 59_000, 80_000]) == (
+        "max prompt 80,000 tokens; 2 of 3 sessions reached 60k"
+    )
+    assert context_row([14_000, 9_000]) == "max prompt 14,000 tokens"
