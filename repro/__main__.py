@@ -1,3 +1,3 @@
-from repro.cli import app
+from repro.entry import main
 
-app()
+main()

@@ -6,7 +6,6 @@ The options `run`, `gate`, `preflight` and `bisect` share are declared once, in 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -200,7 +199,3 @@ def _mount_bisect() -> None:
 
 
 _mount_bisect()
-
-
-def main() -> None:  # pragma: no cover - console-script shim
-    sys.exit(app())
