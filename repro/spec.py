@@ -20,7 +20,8 @@ class RunSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     backend: Literal["sim", "sglang"] = Field(
-        "sim", description="engine family: the embedded engine or SGLang"
+        "sim",
+        description="which bundled profile launches the engine when --profile is not given: sim (the embedded engine) or sglang",
     )
     profile: Path | None = Field(
         None, description="launch profile (TOML); default: profiles/<backend>"
