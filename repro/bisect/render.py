@@ -62,9 +62,24 @@ def render_flag_report(report: FlagReport, console: Console) -> None:
     )
     console.print(classes)
     console.print(trial_table(report.trials))
-    for note in report.notes:
+    for note in (*report.notes, *_extended_after_classing(report)):
         console.print(f"note: {note}", soft_wrap=True)
     _totals(console, report.trials, report.sessions, report.wall_s)
+
+
+def _extended_after_classing(report: FlagReport) -> list[str]:
+    """A knock-out that is also a later trial's configuration (good + culprit, say) gets more
+    sessions after its knob was classed: say which figures the class rests on."""
+    latest = {t.digest: t for t in report.trials}
+    notes = []
+    for knob, classed in report.knockouts.items():
+        now = latest.get(classed.digest)
+        if now is not None and now.sessions_run > classed.sessions_run:
+            notes.append(
+                f"{knob} was classed on its knock-out's {classed.rate}; that configuration "
+                f"was measured further afterwards, to {now.rate} (the trial table's figure)."
+            )
+    return notes
 
 
 def render_matrix(report: MatrixReport, parquet: Path, console: Console) -> None:

@@ -254,3 +254,23 @@ def test_an_amplifier_the_knock_outs_miss_is_found_from_good(tmp_path):
     amplifier = next(k for k in report.culprit if k != "n")
     assert report.classes[amplifier] is KnobClass.AMPLIFIER
     assert any("reproduces only with it" in note for note in report.notes)
+
+
+def test_a_knock_out_measured_further_after_classing_is_noted_with_both_figures(tmp_path):
+    from rich.console import Console
+
+    from repro.bisect.render import render_flag_report
+
+    # Two knobs: good + the culprit {n} is the knock-out of r, extended after r was classed.
+    knobs = {k: ("off", "on") for k in ("n", "r")}
+    bad, good = {k: "on" for k in knobs}, {k: "off" for k in knobs}
+    rate = lambda c: 0.2 if c["n"] == "on" else 0.0  # noqa: E731
+    report = bisect_flags(campaign(tmp_path, bad, good, seed=1), oracle=FakeOracle(rate, knobs))
+    classed = report.knockouts["r"]
+    latest = next(t for t in reversed(report.trials) if t.digest == classed.digest)
+    assert latest.sessions_run > classed.sessions_run
+    console = Console(width=200, record=True)
+    render_flag_report(report, console)
+    text = console.export_text()
+    assert f"r was classed on its knock-out's {classed.rate}" in text
+    assert f"to {latest.rate} (the trial table's figure)" in text
