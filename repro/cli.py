@@ -74,7 +74,7 @@ def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> 
         spec = o.build_spec(**options)
         if not dry_run:
             if (wedge := _run(spec, out).wedge) is not None:  # README: a wedged engine is exit 2
-                raise EngineError(f"{wedge[0].upper()}{wedge[1:]} (a wedge).")
+                raise EngineError(f"Wedged: {wedge}.")
             return
         from repro.harness.dry_run import render_plan
         from repro.harness.run import resolve
