@@ -55,14 +55,11 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     if summary.stalls:
         return GateVerdict(EXIT_ERROR, f"WEDGE: {summary.wedge}")
     if summary.errors:
-        failed = ", ".join(
-            f"{k} {v}"
-            for k, v in summary.outcomes.items()
-            if k not in ("ok", "aborted", "cancelled")
-        )
+        turns = "turn" if summary.errors == 1 else "turns"
         return GateVerdict(
             EXIT_ERROR,
-            f"ERROR: {summary.errors} turn{'s' if summary.errors != 1 else ''} failed ({failed}); the run cannot vouch.",
+            f"ERROR: {summary.errors} {turns} failed ({summary.error_outcomes}); "
+            "the run cannot vouch.",
         )
     if summary.turns == 0:
         return GateVerdict(EXIT_ERROR, "ERROR: no turn was judged.")

@@ -56,7 +56,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         rows.append(
             SummaryRow("defects", ", ".join(f"{k} {v}" for k, v in summary.defects.items()))
         )
-    errors = f"{summary.errors} errors" + (f" ({_outcomes(summary)})" if summary.errors else "")
+    errors = f"{summary.errors} errors" + (f" ({summary.error_outcomes})" if summary.errors else "")
     aborted = f", {summary.aborted} aborted on purpose" if summary.aborted else ""
     rows.append(SummaryRow("errors", errors + aborted))
     if summary.wedge:
@@ -100,9 +100,3 @@ def render_summary(summary: RunSummary, run_dir: Path | None, console: Console) 
         # Text, not markup: an engine's error message may hold square brackets.
         table.add_row(Text(row.label, style=row.tone), Text(row.text, style=row.tone))
     console.print(table)
-
-
-def _outcomes(summary: RunSummary) -> str:
-    return ", ".join(
-        f"{k} {v}" for k, v in summary.outcomes.items() if k not in ("ok", "aborted", "cancelled")
-    )

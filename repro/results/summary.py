@@ -76,6 +76,11 @@ class RunSummary:
         """The run could not vouch for the engine: an error, a wedge or an interruption."""
         return bool(self.error or self.stalls or self.errors or self.interrupted)
 
+    @property
+    def error_outcomes(self) -> str:
+        """The failed turns by outcome, e.g. "http_error 2, timeout 1": what `errors` counts."""
+        return ", ".join(f"{k} {v}" for k, v in self.outcomes.items() if k in ERROR_OUTCOMES)
+
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
     """p50, p90, p99 and max (pandas' linear interpolation); {} when there is no value."""
