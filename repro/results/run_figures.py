@@ -35,10 +35,6 @@ class Bin:
     def label(self) -> str:
         return f"{self.low:,}" if self.low == self.high else f"{self.low:,}–{self.high:,}"
 
-    @property
-    def mid(self) -> float:
-        return (self.low + self.high) / 2
-
 
 @dataclass(frozen=True, slots=True)
 class BinRate:
@@ -64,7 +60,7 @@ class RunFigures:
     latency_by_context: list[BinLatency]
     in_flight_times_s: np.ndarray  # a step line: in_flight_counts[i] holds from times[i] on
     in_flight_counts: np.ndarray
-    events_s: dict[str, np.ndarray]  # "corrupted" and each failed outcome -> their end times
+    events_s: dict[str, np.ndarray]  # "corrupted" and each outcome but ok -> end times
     first_corrupted: list[TurnRecord]
     judged_without_prompt_tokens: int
 
