@@ -38,13 +38,7 @@ from repro.checkers.dsml.markers import BAR, DSML, EOS, V32, Dialect
 from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import strings_in
-from repro.checkers.markup_scan import (
-    Where,
-    find_triggers,
-    holds_trigger,
-    judge_hits,
-    scan_markup,
-)
+from repro.checkers.markup_scan import Where, holds_trigger, scan_markup
 from repro.checkers.repetition import MIN_RUN_CHARS, RepetitionProbe
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import ToolCall, Verdict
@@ -131,8 +125,7 @@ def _plain_content(content: str, dialect: Dialect) -> bool:
         return True
     if f"<{BAR}" in content:
         return False
-    hits = find_triggers(content, 0, len(content), len(content))
-    return not judge_hits(content, hits, 0, len(content), Where.CONTENT, dialect)[0]
+    return not scan_markup(content, Where.CONTENT, dialect)
 
 
 def _calls(
