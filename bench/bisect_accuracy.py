@@ -11,25 +11,19 @@ at 80 sessions (5,120 sessions). Run:
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
+import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
-from repro.bisect.evidence import CLEAN, CORRUPTED, Wave
-from repro.knobs import describe
 from repro.spec import RunSpec
 
-KNOBS = {
-    "topology": ("single", "pd"),
-    "hicache": ("off", "on"),
-    "index_k": ("fp8", "bf16"),
-    "topk_v2": ("off", "on"),
-    "custom_kernels": ("off", "on"),
-    "cuda_graph": ("off", "on"),
-}
+# The engine stand-in is the unit tests' own (tests/unit/bisect/fake_oracle.py): one table of
+# knobs, one seeded binomial per configuration, whether a test or this bench drives it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "bisect"))
+from fake_oracle import STORY_KNOBS, FakeOracle, seed_bug
+
 BAD = dict(topology="pd", hicache="on", index_k="bf16", topk_v2="on", custom_kernels="on")
 BAD |= {"cuda_graph": "off"}
 GOOD = dict(topology="single", hicache="off", index_k="fp8", topk_v2="off", custom_kernels="off")
@@ -37,44 +31,7 @@ GOOD |= {"cuda_graph": "on"}
 CULPRIT = {"topology": "pd", "hicache": "on", "index_k": "bf16"}
 CLASSES = {"topology": "amplifier", "hicache": "needed", "index_k": "needed"}
 CLASSES |= {k: "irrelevant" for k in ("topk_v2", "custom_kernels", "cuda_graph")}
-BRUTE_FORCE_SESSIONS = 2 ** len(KNOBS) * 80
-
-
-@dataclass
-class SeededEngine:
-    """The seed bug as a fixed rate per configuration; outcomes fixed by (seed, config, id)."""
-
-    bad_rate: float
-    amplified_rate: float
-    seed: int
-    waves: list[int] = field(default_factory=list)
-
-    def identity(self) -> str:
-        return "bench-binomial 1"
-
-    def knob_names(self) -> list[str]:
-        return list(KNOBS)
-
-    def resolve(self, requested):
-        return {k: v[0] for k, v in KNOBS.items()} | dict(requested)
-
-    def rate(self, config) -> float:
-        if config["hicache"] != "on" or config["index_k"] != "bf16":
-            return 0.0
-        return self.bad_rate if config["topology"] == "pd" else self.amplified_rate
-
-    async def run_wave(self, spec, wave_dir, first_session_id) -> Wave:
-        key, rate = describe(spec.knobs), self.rate(spec.knobs)
-        ids = range(first_session_id, first_session_id + spec.sessions)
-        outcomes = "".join(
-            CORRUPTED if random.Random(f"{self.seed}:{key}:{i}").random() < rate else CLEAN
-            for i in ids
-        )
-        self.waves.append(spec.sessions)
-        return Wave(first_session_id, outcomes, 0.0, str(wave_dir))
-
-    async def aclose(self) -> None:
-        return None
+BRUTE_FORCE_SESSIONS = 2 ** len(STORY_KNOBS) * 80
 
 
 def main() -> None:
@@ -86,7 +43,7 @@ def main() -> None:
     culprits = classes = 0
     sessions, trials = [], []
     for seed in range(args.seeds):
-        engine = SeededEngine(args.bad_rate, args.amplified_rate, seed)
+        engine = FakeOracle(rate=seed_bug(args.bad_rate, args.amplified_rate), seed=seed)
         with tempfile.TemporaryDirectory() as out:
             campaign = FlagCampaign(run=RunSpec(seed=seed), bad=BAD, good=GOOD, out_dir=Path(out))
             doc = flag_report_json(bisect_flags(campaign, oracle=engine))

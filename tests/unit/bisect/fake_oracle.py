@@ -26,14 +26,18 @@ STORY_KNOBS = {
 }
 
 
-RATES = [0.17, 0.02]
-
-
-def story_rate(config: Mapping[str, str]) -> float:
+def seed_bug(pd_rate: float, single_rate: float) -> Callable[[Mapping[str, str]], float]:
     """The seed bug: PD amplifies a HiCache + bf16 race; everything else is a red herring."""
-    if config["hicache"] != "on" or config["index_k"] != "bf16":
-        return 0.0
-    return RATES[0] if config["topology"] == "pd" else RATES[1]
+
+    def rate(config: Mapping[str, str]) -> float:
+        if config["hicache"] != "on" or config["index_k"] != "bf16":
+            return 0.0
+        return pd_rate if config["topology"] == "pd" else single_rate
+
+    return rate
+
+
+story_rate = seed_bug(0.17, 0.02)
 
 
 class Crash(Exception):
