@@ -14,7 +14,7 @@ import functools
 import re
 from enum import IntEnum, auto
 
-from repro.checkers.dsml.canonical import NEXT_INVOKE, CanonicalInvoke, read_canonical_invoke
+from repro.checkers.dsml.canonical import NEXT_INVOKE, read_canonical_invoke
 from repro.checkers.dsml.clean_turn import read_clean_turn
 from repro.checkers.dsml.markers import (
     DSML,
@@ -292,12 +292,6 @@ class DsmlStream:
         canonical = read_canonical_invoke(self._tb.text, at - b, close - b)
         if canonical is None:
             return False
-        self._take_invoke(at, canonical)
-        self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
-        return True
-
-    def _take_invoke(self, at: int, canonical: CanonicalInvoke) -> None:
-        b = self._tb.base
         invoke = self._invoke = _Invoke(at)
         invoke.name = canonical.name
         for p in canonical.params:
@@ -307,6 +301,8 @@ class DsmlStream:
             if not isinstance(p.value, str) and "\\" in p.raw:
                 self._scan_json_strings(p.value, p.raw, p.value_at + b)
         self._close_invoke()
+        self._enter(_State.BLOCK_SEP, close + len(INVOKE_END))
+        return True
 
     def _on_invoke_head(self, at: int, stop: str) -> None:
         found = self._close_segment(at)
