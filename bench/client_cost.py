@@ -15,37 +15,26 @@ from __future__ import annotations
 import argparse
 import os
 import ssl
-import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import anyio
 import httpx
 import orjson
 
 from repro.harness.client import ChatClient, RunClock, StreamProgress
-from repro.ports import free_port
 from repro.scenarios import get_scenario
 
+# The engine is started, health-checked and stopped as the end-to-end tests do it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.e2e import sim_server
+
 MODEL = "bench"
-
-
-def start_engine() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    argv = [sys.executable, "-m", "repro.sim", "serve", "--port", str(port), "--time-scale", "0.02",
-            "--stream-interval", "1", "--reasoning-parser", "deepseek-v3", "--tool-call-parser",
-            "deepseekv32", "--served-model-name", MODEL, "--log-level", "warning"]  # fmt: skip
-    engine = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return engine, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    engine.kill()
-    raise SystemExit("the engine did not start")
+ENGINE_FLAGS = ("--time-scale", "0.02", "--stream-interval", "1", "--reasoning-parser",
+                "deepseek-v3", "--tool-call-parser", "deepseekv32", "--served-model-name", MODEL,
+                "--log-level", "warning")  # fmt: skip
 
 
 def request_bodies(count: int) -> list[bytes]:
@@ -119,18 +108,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=80)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    engine, url = start_engine()
-    try:
-        bodies = request_bodies(args.requests)
-        best: dict[str, tuple[float, int, float]] = {}
+    bodies = request_bodies(args.requests)
+    best: dict[str, tuple[float, int, float]] = {}
+    with (
+        tempfile.TemporaryDirectory() as logs,
+        sim_server.single(Path(logs), *ENGINE_FLAGS) as engine,
+    ):
         for _ in range(args.rounds):  # alternate, keep each side's best
             for name, run in (("repro", ours), ("peer", peer)):
-                cpu, chunks, wall = measure(run, url, bodies, args.concurrency)
+                cpu, chunks, wall = measure(run, engine.url, bodies, args.concurrency)
                 if name not in best or cpu / chunks < best[name][0] / best[name][1]:
                     best[name] = (cpu, chunks, wall)
-    finally:
-        engine.terminate()
-        engine.wait(timeout=10)
     load = os.getloadavg()[0]
     print(f"`python bench/client_cost.py --requests {args.requests} --concurrency {args.concurrency} "
           f"--rounds {args.rounds}`, load average {load:.2f}")  # fmt: skip

@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from repro.ports import free_port
+from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def hand_started_engine():
-    port = free_port()
-    argv = [sys.executable, "-m", "repro.sim", "serve", "--host", "127.0.0.1", "--port", str(port),
-            "--tool-call-parser", "deepseekv32", "--reasoning-parser", "deepseek-v3", "--time-scale", "0.2"]  # fmt: skip
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
+def hand_started_engine(tmp_path: Path) -> Iterator[str]:
+    with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
+                           "deepseek-v3", "--time-scale", "0.2") as engine:  # fmt: skip
+        yield engine.url
 
 
 def test_url_runs_against_an_engine_started_by_hand(
