@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.errors import EXIT_CORRUPTION, EXIT_ERROR, EXIT_OK, UsageError
-from repro.harness.turn import TurnOutcome
+from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.results.summary import RunSummary
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
@@ -70,12 +70,12 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
-def gate_records(run_dir: Path) -> list[dict]:
-    """The run's turns as dicts, read back from turns.parquet."""
-    import pyarrow.parquet as pq
+def gate_records(run_dir: Path) -> list[TurnRecord]:
+    """The run's turns, read back from turns.parquet (none when no load ran)."""
+    from repro.results.reading import read_turns
 
     path = run_dir / "turns.parquet"
-    return pq.read_table(path).to_pylist() if path.exists() else []
+    return read_turns(path) if path.exists() else []
 
 
 def check_junit_path(path: Path) -> None:
@@ -92,12 +92,12 @@ def check_junit_path(path: Path) -> None:
 
 
 def write_junit(
-    path: Path, summary: RunSummary, records: Sequence[dict], verdict: GateVerdict
+    path: Path, summary: RunSummary, records: Sequence[TurnRecord], verdict: GateVerdict
 ) -> None:
     """One testcase per session (failed if any turn was corrupted or failed), plus the gate."""
-    sessions: dict[int, list[dict]] = {}
+    sessions: dict[int, list[TurnRecord]] = {}
     for record in records:
-        sessions.setdefault(record["session_id"], []).append(record)
+        sessions.setdefault(record.session_id, []).append(record)
     suite = ET.Element(
         "testsuite", name="repro gate", tests=str(len(sessions) + 1), time=f"{summary.wall_s:.1f}"
     )
@@ -106,17 +106,15 @@ def write_junit(
         case = ET.SubElement(
             suite, "testcase", classname="repro.session", name=f"session {session_id}"
         )
-        bad = [t for t in turns if t["corrupted"]]
-        broken = [t for t in turns if t["outcome"] not in (TurnOutcome.OK, TurnOutcome.ABORTED)]
+        bad = [t for t in turns if t.corrupted]
+        broken = [t for t in turns if t.outcome not in (TurnOutcome.OK, TurnOutcome.ABORTED)]
         if bad:
             failures += 1
-            ET.SubElement(
-                case, "failure", message=f"turn {bad[0]['turn']}: {bad[0]['first_defect']}"
-            )
+            ET.SubElement(case, "failure", message=f"turn {bad[0].turn}: {bad[0].first_defect}")
         elif broken:
             t = broken[0]
             errors += 1
-            ET.SubElement(case, "error", message=f"turn {t['turn']}: {t['outcome']}: {t['error']}")
+            ET.SubElement(case, "error", message=f"turn {t.turn}: {t.outcome}: {t.error}")
     gate = ET.SubElement(suite, "testcase", classname="repro.gate", name="corruption threshold")
     if verdict.exit_code == EXIT_CORRUPTION:
         failures += 1

@@ -24,9 +24,6 @@ class RunFolder:
 
 def read_run(path: Path) -> RunFolder:
     """The turns of a run folder and its summary, recomputed from the turns."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     turns, spec_file, summary_file = (
         path / n for n in ("turns.parquet", "spec.json", "summary.json")
     )
@@ -38,10 +35,7 @@ def read_run(path: Path) -> RunFolder:
             )
             raise UsageError(f"{path} holds no turns; the run stopped before any load ran: {why}")
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
-    try:
-        records = [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
-    except (pa.ArrowException, TypeError):  # not Parquet at all, or not repro's columns
-        raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+    records = read_turns(turns)
     spec = _json_object(spec_file)
     written = RunSummary.from_dict(_json_object(summary_file)) if summary_file.exists() else None
     wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
@@ -59,6 +53,17 @@ def read_run(path: Path) -> RunFolder:
         run_dir=str(path),
     )
     return RunFolder(path, records, summary)
+
+
+def read_turns(turns: Path) -> list[TurnRecord]:
+    """The rows of a turns.parquet; a file that is not one is one sentence."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
+    except (pa.ArrowException, TypeError):  # not Parquet at all, or not repro's columns
+        raise UsageError(f"{turns} is not a turns table written by repro run.") from None
 
 
 def _json_object(path: Path) -> dict:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from repro.errors import UsageError
-from repro.results.gate import Threshold, check_junit_path, decide, write_junit
+from repro.results.gate import Threshold, check_junit_path, decide, gate_records, write_junit
+from repro.results.store import RunStore
 from repro.results.summary import summarize
 from tests.unit.results.test_store import record
 
@@ -54,8 +54,13 @@ def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
     ]
     summary = summarize(records, config={}, wall_s=1)
     verdict = decide(summary, Threshold.parse("0"))
-    rows = [dataclasses.asdict(r) for r in records]
-    write_junit(tmp_path / "junit.xml", summary, rows, verdict)
+    store = RunStore(tmp_path / "run")
+    for r in records:
+        store.append(r)
+    store.close()
+    assert gate_records(tmp_path / "run") == records  # read back as `repro gate` does
+    assert gate_records(tmp_path / "no-load-ran") == []
+    write_junit(tmp_path / "junit.xml", summary, gate_records(tmp_path / "run"), verdict)
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "1" and suite.get("errors") == "2"
     names = [case.get("name") for case in suite.iter("testcase")]
