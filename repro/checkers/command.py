@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repro.checkers.formats import FORMATS, Format
 from repro.checkers.render import render_defect
-from repro.checkers.toolset import ToolSet
+from repro.checkers.toolset import ToolSet, UnusableSchema
 from repro.checkers.verdict import AssistantOutput, Verdict
 from repro.errors import EXIT_CORRUPTION, EXIT_OK, UsageError
 
@@ -30,7 +30,7 @@ def check_command(
     for path, output in outputs:
         try:
             verdict = chosen.check(output, toolset)
-        except ValueError as e:  # a tool schema that cannot be applied (an unresolvable $ref)
+        except UnusableSchema as e:
             raise UsageError(f"The tools file {tools} cannot be used: {e}.") from None
         dirty += not verdict.clean
         defects += len(verdict.defects)

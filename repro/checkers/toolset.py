@@ -21,6 +21,11 @@ _MAX_VIOLATIONS = 8  # per call: enough to see the pattern, bounded for a garbag
 _MEMO_SIZE = 4096
 
 
+class UnusableSchema(ValueError):
+    """A tool's schema that cannot be applied to a call (a `$ref` that cannot be resolved):
+    the tools' fault, not the turn's."""
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One way a call's arguments fail its schema; `path` leads from the arguments object."""
@@ -132,7 +137,7 @@ class ToolSet:
                 if len(found) == _MAX_VIOLATIONS:
                     break
         except Unresolvable as e:  # a bad tool definition, not a defect of the turn
-            raise ValueError(
+            raise UnusableSchema(
                 f"tool {name!r}: its schema has a $ref that cannot be resolved ({e})"
             ) from None
         return tuple(found)
