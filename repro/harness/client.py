@@ -99,7 +99,6 @@ class ChatClient:
         clock: RunClock,
         read_timeout_s: float,
         *,
-        connections: int = 1,
         tls: ssl.SSLContext | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -108,7 +107,7 @@ class ChatClient:
             base_url=base_url,
             transport=transport,
             verify=tls or True,
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             timeout=httpx.Timeout(connect=10.0, read=read_timeout_s, write=60.0, pool=60.0),
             trust_env=False,  # never route a loopback engine through an HTTP proxy
         )
