@@ -125,11 +125,6 @@ class Peer:
         self._job.unlink()
 
 
-# The same tools without their schemas: the parser and text checks alone, to compare with
-# a peer that validates no arguments.
-NAMES_ONLY = [{"name": t["function"]["name"]} for t in TOOLS]
-
-
 def _ours_cpu_s(texts: list[str], mode: str) -> float:
     if mode == "stream":
         tools = ToolSet.from_openai(TOOLS)
@@ -238,8 +233,8 @@ def report(corpora, mine, theirs, loads, reference: list[float], command: str) -
         "",
         f"Whole-text target ({TARGET_MB_S:.0f} MB/s) met on: {', '.join(met) or 'none'}. On short "
         f"turns the cost is per turn, not per byte: {schema_share:.0%} of it is the JSON Schema "
-        "check (jsonschema, cold here; in a run identical calls reuse their verdict), the rest "
-        "Python per tag.",
+        "check (schema_precheck.py confirms these calls; jsonschema judges only what it cannot), "
+        "the rest Python per tag.",
         "",
         f"All corpora together, whole text: {total_mb / total_s:.1f} MB/s "
         f"(target {TARGET_MB_S:.0f} MB/s). Ratio = our speed ÷ SGLang's (above 1: faster), "
