@@ -97,18 +97,13 @@ def gate(
 ) -> None:
     """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 when the run cannot
     vouch (engine error, wedge, failed turns, no turn judged)."""
-    from repro.results.gate import (
-        Threshold,
-        check_junit_path,
-        decide,
-        gate_records,
-        write_junit,
-    )
+    from repro.results.gate import Threshold, decide, gate_records, write_junit
+    from repro.results.store import check_output_file
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
         if junit is not None:
-            check_junit_path(junit)
+            check_output_file("--junit", junit)
         summary = _run(o.build_spec(**options), out)
         verdict = decide(summary, threshold)
         if junit is not None:

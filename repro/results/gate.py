@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -76,19 +75,6 @@ def gate_records(run_dir: Path) -> list[TurnRecord]:
 
     path = run_dir / "turns.parquet"
     return read_turns(path) if path.exists() else []
-
-
-def check_junit_path(path: Path) -> None:
-    """Refuse a --junit path that could not be written, before minutes of load are spent."""
-    folder = path.parent
-    if path.is_dir():
-        raise UsageError(f"--junit {path} is a folder; give the path of the XML file to write.")
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--junit {path}: {folder} is a file, not a folder.")
-    if not folder.is_dir():
-        raise UsageError(f"--junit {path}: the folder {folder} does not exist.")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--junit {path}: the folder {folder} is not writable.")
 
 
 def write_junit(

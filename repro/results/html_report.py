@@ -12,6 +12,7 @@ from repro.errors import UsageError
 from repro.results.reading import RunFolder
 from repro.results.report import summary_rows
 from repro.results.run_figures import FIRST_CORRUPTED, RunFigures, run_figures
+from repro.results.store import check_output_file
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
@@ -27,11 +28,7 @@ code { font-size: 0.85em; white-space: pre-wrap; word-break: break-all; }
 
 def write_html_report(folder: RunFolder, path: Path) -> None:
     """Write the page to `path`; raises UsageError when it cannot be written there."""
-    # Checked before drawing, which takes a second or more.
-    if not path.parent.is_dir():
-        raise UsageError(f"cannot write the HTML report {path}: {path.parent} is not a folder.")
-    if path.is_dir():
-        raise UsageError(f"cannot write the HTML report to {path}: it is a folder; name a file.")
+    check_output_file("--html", path)  # before drawing, which takes a second or more
     inside = path.exists() and path.resolve().parent == folder.path.resolve()
     if inside and path.suffix.lower() not in (".html", ".htm"):  # turns.parquet, spec.json, ...
         raise UsageError(

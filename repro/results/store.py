@@ -42,6 +42,20 @@ _ARROW_TYPES = {
 TURN_SCHEMA = pa.schema([(f.name, _ARROW_TYPES[f.type]) for f in dataclasses.fields(TurnRecord)])
 
 
+def check_output_file(option: str, path: Path) -> None:
+    """Refuse a file path given to `option` (--junit, --html) that could not be written, in
+    one sentence, before any work is spent on what would go in it."""
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a folder; give the path of the file to write.")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option} {path}: {folder} is a file, not a folder.")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path}: the folder {folder} does not exist.")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} {path}: the folder {folder} is not writable.")
+
+
 class RunStore:
     """Appends turns and failures to one run folder; the folder must be new or empty."""
 

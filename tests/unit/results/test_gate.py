@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
-from repro.results.gate import Threshold, check_junit_path, decide, gate_records, write_junit
-from repro.results.store import RunStore
+from repro.results.gate import Threshold, decide, gate_records, write_junit
+from repro.results.store import RunStore, check_output_file
 from repro.results.summary import summarize
 from tests.unit.results.test_store import record
 
@@ -68,12 +68,12 @@ def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
 
 
 def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
-    check_junit_path(tmp_path / "junit.xml")  # a writable folder: no complaint
+    check_output_file("--junit", tmp_path / "junit.xml")  # a writable folder: no complaint
     with pytest.raises(UsageError, match="is a folder"):
-        check_junit_path(tmp_path)
+        check_output_file("--junit", tmp_path)
     with pytest.raises(UsageError, match="does not exist"):
-        check_junit_path(tmp_path / "missing" / "junit.xml")
+        check_output_file("--junit", tmp_path / "missing" / "junit.xml")
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     with pytest.raises(UsageError, match="a-file is a file, not a folder"):
-        check_junit_path(blocker / "junit.xml")
+        check_output_file("--junit", blocker / "junit.xml")
