@@ -31,9 +31,6 @@ EVENT_STYLE = {
 
 
 def _figure(rows: int = 1, **grid: object) -> tuple[Figure, list[Axes]]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # explicit: a report never opens a window, even with $DISPLAY set
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=SIZE_IN, layout="constrained")
