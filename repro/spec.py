@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -72,13 +73,25 @@ class RunSpec(BaseModel):
         try:
             return cls(**{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "input"
-            message = first["msg"].removeprefix("Value error, ")  # pydantic's, for a validator
-            raise UsageError(f"Invalid {where.replace('_', '-')}: {message}.") from None
+            raise usage_error(exc) from None
 
     def profile_path(self) -> Path:
         return self.profile or DEFAULT_PROFILES[self.backend]
 
     def effective_concurrency(self) -> int:
         return min(self.concurrency or self.sessions, self.sessions)
+
+
+def usage_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> UsageError:
+    """Pydantic's first complaint about user input as one sentence: `Invalid <where>: <why>.`
+
+    `where` is the field's dotted path, or what `names` calls it (the option the user typed);
+    a rule across fields (no path) not in `names` is its message alone, as a sentence.
+    """
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")  # pydantic's, for a validator
+    path = ".".join(str(p) for p in first["loc"])
+    where = (names or {}).get(path) or path.replace("_", "-")
+    if not where:
+        return UsageError(f"{message[0].upper()}{message[1:]}.")
+    return UsageError(f"Invalid {where}: {message}.")

@@ -21,8 +21,7 @@ from repro.bisect.oracle import Oracle
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
 from repro.bisect.trial import TrialRunner
-from repro.errors import UsageError
-from repro.spec import RunSpec
+from repro.spec import RunSpec, usage_error
 
 Report = TypeVar("Report")
 
@@ -48,12 +47,7 @@ class _Campaign(BaseModel):
         try:
             return cls(**{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            message = first["msg"].removeprefix("Value error, ")
-            if not first["loc"]:  # a rule across fields: its message is the whole sentence
-                raise UsageError(f"{message[0].upper()}{message[1:]}.") from None
-            where = ".".join(str(p) for p in first["loc"]).replace("_", "-")
-            raise UsageError(f"Invalid {where}: {message}.") from None
+            raise usage_error(exc) from None
 
     @property
     def folder(self) -> Path:

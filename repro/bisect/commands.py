@@ -158,21 +158,19 @@ def _with_progress(call: Any) -> Any:
         return call(progress)
 
 
+# SprtSettings' fields by the options that set them; "" is its rule across fields (p0 < p1).
+_SPRT_OPTIONS = {f: f"--{f}" for f in _SPRT} | {"max_sessions": "--sessions-cap", "": "--p0/--p1"}
+
+
 def _sprt(p0: float, p1: float, alpha: float, beta: float, sessions_cap: int) -> SprtSettings:
     from pydantic import ValidationError
 
-    from repro.errors import UsageError
+    from repro.spec import usage_error
 
     try:
         return SprtSettings(p0=p0, p1=p1, alpha=alpha, beta=beta, max_sessions=sessions_cap)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        message = first["msg"].removeprefix("Value error, ")
-        if not first["loc"]:
-            raise UsageError(f"Invalid statistics: {message} (--p0, --p1).") from None
-        field = str(first["loc"][0])
-        flag = "--sessions-cap" if field == "max_sessions" else f"--{field}"
-        raise UsageError(f"Invalid {flag}: {message}.") from None
+        raise usage_error(exc, _SPRT_OPTIONS) from None
 
 
 def _factors(items: list[str]) -> dict[str, tuple[str, ...]]:
