@@ -1,7 +1,8 @@
 """`repro bisect flags|matrix`: thin commands; the orchestrator mounts `app` as `bisect`.
 
 Each builds a campaign (validation lives in the campaign and RunSpec), calls one function in
-repro.bisect, prints, and maps errors to exit codes. Heavy imports stay inside the bodies.
+repro.bisect, prints, and maps errors to exit codes. The campaigns are imported with the
+package (repro.bisect imports them); rendering and the live view wait for a command to run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Annotated, Any
 import typer
 
 from repro import cli_options as o
-from repro.bisect.campaign import FlagCampaign
+from repro.bisect.campaign import (
+    FlagCampaign,
+    MatrixCampaign,
+    bisect_flags,
+    bisect_matrix,
+    flag_report_json,
+)
 from repro.bisect.sprt import SprtSettings
 from repro.cli_options import console, errors
 from repro.errors import EXIT_INTERRUPTED
@@ -98,7 +105,6 @@ def flags(
     Both endpoints are measured first; then each differing knob is reverted from bad and
     classed needed, amplifier, irrelevant or unknown; the culprit is confirmed from good.
     """
-    from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
     from repro.bisect.render import render_flag_report
     from repro.knobs import parse_assignments
 
@@ -133,7 +139,6 @@ def matrix(
     out: Out = _OUT_DEFAULT,
 ) -> None:
     """Measure every cell of a factorial (or a resolution-IV fraction): a table of rates."""
-    from repro.bisect.campaign import MatrixCampaign, bisect_matrix
     from repro.bisect.render import render_matrix
 
     with o.exit_on_error(), resume_on_interrupt():
