@@ -43,8 +43,8 @@ def render_comparison(
     changed = {k for k in a.config.keys() | b.config.keys() if a.config.get(k) != b.config.get(k)}
     table.add_row(
         "configuration differs in",
-        describe({k: a.config.get(k, "-") for k in sorted(changed)}) or "(same)",
-        describe({k: b.config.get(k, "-") for k in sorted(changed)}) or "(same)",
+        describe({k: a.config.get(k, "-") for k in sorted(changed)}, ", ") or "(same)",
+        describe({k: b.config.get(k, "-") for k in sorted(changed)}, ", ") or "(same)",
         "",
     )
     for row in rows:
