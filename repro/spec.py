@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
@@ -11,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from repro.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PROFILES_DIR = REPO_ROOT / "profiles"
+# The bundled profiles ship inside the package, so a wheel install has them too.
+PROFILES_DIR = Path(str(files("repro") / "profiles"))
 DEFAULT_PROFILES = {"sim": PROFILES_DIR / "sim.toml", "sglang": PROFILES_DIR / "sglang-0.5.23.toml"}
 
 
@@ -25,7 +27,7 @@ class RunSpec(BaseModel):
         description="which bundled profile launches the engine when --profile is not given: sim (the embedded engine) or sglang",
     )
     profile: Path | None = Field(
-        None, description="launch profile (TOML); default: profiles/<backend>"
+        None, description="launch profile (TOML); default: the bundled profile for --backend"
     )
     knobs: dict[str, str] = Field(
         default_factory=dict, description="requested knob values (profile fills the rest)"

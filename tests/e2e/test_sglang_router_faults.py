@@ -112,7 +112,7 @@ def router_in_front(sglang_python: Path, tmp_path: Path) -> Iterator[tuple[str, 
                 "--disable-retries", "--disable-circuit-breaker", "--worker-startup-check-interval", "1",
                 "--log-level", "warn"]  # fmt: skip
         log = (tmp_path / "router.log").open("wb")
-        # HF_ENDPOINT keeps its tokenizer lookup on loopback (see profiles/sim.toml).
+        # HF_ENDPOINT keeps its tokenizer lookup on loopback (see repro/profiles/sim.toml).
         env = os.environ | {"HF_ENDPOINT": "http://127.0.0.1:9"}
         router = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

@@ -88,7 +88,7 @@ def test_unreadable_profile(tmp_path: Path) -> None:
 def test_engine_that_fails_to_start_shows_its_last_log_lines(
     tmp_path: Path, repo_root: Path
 ) -> None:
-    text = (repo_root / "profiles" / "sim.toml").read_text()
+    text = (repo_root / "repro" / "profiles" / "sim.toml").read_text()
     broken = tmp_path / "broken.toml"
     broken.write_text(
         text.replace(

@@ -16,7 +16,7 @@ from repro.spec import RunSpec
 
 @pytest.fixture
 def sim(repo_root: Path):
-    return load_profile(repo_root / "profiles" / "sim.toml")
+    return load_profile(repo_root / "repro" / "profiles" / "sim.toml")
 
 
 def plan_for(profile, **fields):

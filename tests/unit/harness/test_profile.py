@@ -29,7 +29,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_sim_profile_defaults_are_the_story(repo_root: Path) -> None:
-    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    profile = load_profile(repo_root / "repro" / "profiles" / "sim.toml")
     config = profile.resolve_knobs({})
     assert {k: config[k] for k in STORY_DEFAULTS} == STORY_DEFAULTS
     assert config["index_k_gate"] == "buggy"
@@ -37,13 +37,13 @@ def test_sim_profile_defaults_are_the_story(repo_root: Path) -> None:
 
 
 def test_requested_values_override_defaults(repo_root: Path) -> None:
-    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    profile = load_profile(repo_root / "repro" / "profiles" / "sim.toml")
     config = profile.resolve_knobs({"index_k": "bf16", "topology": "single"})
     assert (config["index_k"], config["topology"], config["hicache"]) == ("bf16", "single", "on")
 
 
 def test_unknown_knob_names_the_known_ones(repo_root: Path) -> None:
-    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    profile = load_profile(repo_root / "repro" / "profiles" / "sim.toml")
     with pytest.raises(
         UsageError, match=r"has no knob 'indexk'; its knobs are: topology, hicache, index_k"
     ):
@@ -51,7 +51,7 @@ def test_unknown_knob_names_the_known_ones(repo_root: Path) -> None:
 
 
 def test_unknown_value_lists_the_choices(repo_root: Path) -> None:
-    profile = load_profile(repo_root / "profiles" / "sim.toml")
+    profile = load_profile(repo_root / "repro" / "profiles" / "sim.toml")
     with pytest.raises(UsageError, match=r"no value 'bf17'.*choose one of: fp8, bf16"):
         profile.resolve_knobs({"index_k": "bf17"})
 

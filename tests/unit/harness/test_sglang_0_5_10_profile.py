@@ -32,7 +32,7 @@ NEW_NAMES = {"--dsa-prefill-backend", "--dsa-decode-backend", "--cuda-graph-max-
 
 @pytest.fixture(scope="module")
 def old(repo_root: Path) -> Profile:
-    return load_profile(repo_root / "profiles" / "sglang-0.5.10.toml")
+    return load_profile(repo_root / "repro" / "profiles" / "sglang-0.5.10.toml")
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +93,6 @@ def test_knobs_0_5_10_lacks_fail_with_a_hint(
 
 
 def test_same_knob_names_as_the_current_profile(old: Profile, repo_root: Path) -> None:
-    current = load_profile(repo_root / "profiles" / "sglang-0.5.23.toml")
+    current = load_profile(repo_root / "repro" / "profiles" / "sglang-0.5.23.toml")
     assert old.knob_names() == current.knob_names()
     assert old.settings.keys() == current.settings.keys()

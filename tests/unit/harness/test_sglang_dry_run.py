@@ -15,7 +15,7 @@ from repro.spec import RunSpec
 
 @pytest.fixture
 def pd_plan(repo_root: Path) -> LaunchPlan:
-    profile = load_profile(repo_root / "profiles" / "sglang-0.5.23.toml")
+    profile = load_profile(repo_root / "repro" / "profiles" / "sglang-0.5.23.toml")
     spec = RunSpec.build(
         backend="sglang",
         knobs={"cuda_graph": "off", "topk_v2": "off"},

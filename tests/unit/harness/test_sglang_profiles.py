@@ -30,7 +30,7 @@ BAD_SERVER_ARGS = {
 
 @pytest.fixture(scope="module")
 def upstream(repo_root: Path) -> Profile:
-    return load_profile(repo_root / "profiles" / "sglang-0.5.23.toml")
+    return load_profile(repo_root / "repro" / "profiles" / "sglang-0.5.23.toml")
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +201,7 @@ def test_index_k_bf16_on_upstream_fails_with_the_mapping_hint(upstream) -> None:
 
 def test_fork_profile_maps_index_k_and_passes_preflight(repo_root, sglang_python) -> None:
     """The fork's declared flags stand in on upstream SGLang; every other flag is still checked."""
-    fork = load_profile(repo_root / "profiles" / "examples" / "sglang-fork-index-k.toml")
+    fork = load_profile(repo_root / "repro" / "profiles" / "examples" / "sglang-fork-index-k.toml")
     good = plan_for(fork, sglang_python, knobs={"index_k": "bf16", "custom_kernels": "on"})
     typo = plan_for(
         fork, sglang_python, knobs={"index_k": "bf16"}, server_args=["--index-k-dtyp", "fp8"]
