@@ -34,9 +34,10 @@ class EngineError(ReproError):
 class StoreError(ReproError):
     """The run folder could not be written, even after retries; what was written is kept."""
 
-    def __init__(self, message: str, path: object = None) -> None:
+    def __init__(self, message: str, path: object = None, reason: str = "") -> None:
         super().__init__(message)
         self.path = path
+        self.reason = reason  # the system's words, e.g. "No space left on device"
 
 
 class CorruptionFound(ReproError):

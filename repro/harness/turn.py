@@ -14,7 +14,9 @@ class TurnOutcome(StrEnum):
     TIMEOUT = "timeout"  # the whole-turn deadline passed
     STALLED = "stalled"  # no byte for the read timeout, or the run's stall detector fired
     TRANSPORT_ERROR = "transport_error"  # connection refused or reset, stream cut off
-    PROTOCOL_ERROR = "protocol_error"  # an event that is not a chat-completion chunk (bad JSON, types)
+    PROTOCOL_ERROR = (
+        "protocol_error"  # an event that is not a chat-completion chunk (bad JSON, types)
+    )
     CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C, SIGTERM, engine death)
     ABORTED = "aborted"  # repro cancelled it on purpose (--abort-rate)
 

@@ -78,13 +78,16 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
     from repro.results.store import TURN_SCHEMA
 
     wanted = list(columns or TURN_SCHEMA.names)
+    if turns.is_dir() and not any(_is_part(p) for p in turns.iterdir()):
+        return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
     try:
-        table = pq.read_table(turns)
-        if table.num_rows == 0 and turns.is_dir():  # a live run before its first flush
-            return TURN_SCHEMA.empty_table().select(wanted)
-        return table.select(wanted)
-    except (pa.ArrowException, KeyError, TypeError):  # not Parquet, or not repro's columns
+        return pq.read_table(turns, columns=wanted)
+    except (pa.ArrowException, TypeError):  # not Parquet, or not repro's columns
         raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+
+
+def _is_part(path: Path) -> bool:
+    return not path.name.startswith((".", "_"))  # what pyarrow's dataset reader reads
 
 
 def _json_object(path: Path) -> dict:

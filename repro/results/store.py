@@ -74,7 +74,7 @@ def check_output_file(option: str, path: Path) -> None:
 
 def _write_failed(path: Path, exc: OSError, tries: int) -> StoreError:
     reason = exc.strerror or str(exc)
-    return StoreError(f"Cannot write {path}: {reason} ({tries} tries)", path=path)
+    return StoreError(f"Cannot write {path}: {reason} ({tries} tries)", path=path, reason=reason)
 
 
 def retried(path: Path, write: Callable[[], T]) -> T:
@@ -145,7 +145,6 @@ class RunStore:
         self.write_error: StoreError | None = None
         self._parts = 0
         self._pending: list[TurnRecord] = []
-        self._flushed_at = time.monotonic()
         self._failures = retried(run_dir / "failures.jsonl", lambda: JsonLines(self.failures_path))
         self._protocol_errors = JsonLines(run_dir / "protocol_errors.jsonl", create=False)
         self._reserve()
@@ -221,9 +220,6 @@ class RunStore:
             }
         )
 
-    def due(self) -> bool:
-        return time.monotonic() - self._flushed_at >= FLUSH_EVERY_S
-
     async def flush(self) -> None:
         """The turns since the last flush become one new part, written in a worker thread so
         the event loop keeps streaming; raises StoreError when the write keeps failing."""
@@ -242,7 +238,6 @@ class RunStore:
         return self.write_error
 
     def _take_pending(self) -> list[TurnRecord]:
-        self._flushed_at = time.monotonic()
         rows, self._pending = self._pending, []
         if self.write_error is not None:  # the run is stopping on it: these cannot be saved
             self.rows_lost += len(rows)
@@ -259,6 +254,7 @@ class RunStore:
                 f"{exc}; the run stopped there, and the {self.rows_written} turns written "
                 f"before are kept in {self.run_dir}",
                 path=exc.path,
+                reason=exc.reason,
             )
             raise self.write_error from None
         self._parts += 1
