@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,8 +73,14 @@ def check_output_file(option: str, path: Path) -> None:
         raise UsageError(f"{option} {path}: the folder {folder} is not writable.")
 
 
+def _reason(exc: OSError) -> str:
+    """The system's words for a failed write; pyarrow wraps them ("... Detail: [errno 28] ...")."""
+    code = exc.errno or next((int(m) for m in re.findall(r"\[errno (\d+)\]", str(exc))), None)
+    return os.strerror(code) if code else exc.strerror or str(exc)
+
+
 def _write_failed(path: Path, exc: OSError, tries: int) -> StoreError:
-    reason = exc.strerror or str(exc)
+    reason = _reason(exc)
     return StoreError(f"Cannot write {path}: {reason} ({tries} tries)", path=path, reason=reason)
 
 

@@ -133,6 +133,7 @@ def start(*args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=os.environ | {"COLUMNS": "200"},
     )
 
 
@@ -207,6 +208,7 @@ def test_a_full_disk_stops_the_run_with_one_sentence_and_keeps_what_was_written(
         error_lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
         assert len(error_lines) == 1 and "No space left on device" in error_lines[0]
         assert "summary.json says why" in error_lines[0]
+        assert "Detail" not in error_lines[0]  # the system's words, not pyarrow's wrapping
         s = summary(out)  # written into the space reserved for it
         assert s["ended_because"] == "write_failed" and "No space left" in s["error"]
         on_disk = read_turn_table(out / "turns.parquet", ["turn"]).num_rows
