@@ -36,6 +36,7 @@ def hostile(tmp_path: Path, *behaviours: str) -> Iterator[str]:
         stdout=log,
         stderr=log,
         start_new_session=True,
+        cwd=Path(__file__).resolve().parents[2],  # where `tests` is importable
     )
     url = f"http://127.0.0.1:{port}"
     try:
