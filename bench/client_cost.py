@@ -24,7 +24,8 @@ import anyio
 import httpx
 import orjson
 
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.watchdog import Watchdog, running_watchdog
 from repro.scenarios import get_scenario
 
 # The engine is started, health-checked and stopped as the end-to-end tests do it.
@@ -50,11 +51,11 @@ def request_bodies(count: int) -> list[bytes]:
 
 async def ours(url: str, bodies: list[bytes], concurrency: int) -> int:
     """As the load generator does: `concurrency` sessions, each with its own client."""
-    clock, tls, queue, chunks = RunClock(), ssl.create_default_context(), list(bodies), 0
+    tls, queue, chunks = ssl.create_default_context(), list(bodies), 0
 
-    async def session() -> None:
+    async def session(watchdog: Watchdog) -> None:
         nonlocal chunks
-        client = ChatClient(url, clock, read_timeout_s=60, tls=tls)
+        client = ChatClient(url, watchdog, 60, tls=tls)
         while queue:
             progress = StreamProgress(scheduled_at_s=0.0)
             await client.stream_chat(queue.pop(), progress, deadline_s=60)
@@ -62,9 +63,9 @@ async def ours(url: str, bodies: list[bytes], concurrency: int) -> int:
             chunks += progress.chunks
         await client.aclose()
 
-    async with anyio.create_task_group() as group:
+    async with running_watchdog() as watchdog, anyio.create_task_group() as group:
         for _ in range(concurrency):
-            group.start_soon(session)
+            group.start_soon(session, watchdog)
     return chunks
 
 

@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from repro.errors import ReproError, UsageError
 from repro.knobs import STORY_DEFAULTS, parse_assignments
-from repro.spec import RunSpec
+from repro.spec import MAX_OUTPUT_TOKENS_LIMIT, RunSpec
 
 RUN = "Run"
 ENGINE = "Engine"
@@ -55,6 +55,9 @@ Scenario = Annotated[str, _opt("--scenario", "scenario")]
 Seed = Annotated[int, _opt("--seed", "seed", min=0)]
 ContextMax = Annotated[int, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)]
 MaxTurns = Annotated[int, _opt("--max-turns", "max_turns", min=1)]
+MaxTokens = Annotated[
+    int, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
+]
 RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
 TurnTimeout = Annotated[float, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
 StallAfter = Annotated[float, _opt("--stall-after", "stall_after_s", min=0.001)]
@@ -170,6 +173,7 @@ LOAD = {
     "seed": (Seed, default("seed")),
     "context_max": (ContextMax, default("context_max_tokens")),
     "max_turns": (MaxTurns, default("max_turns")),
+    "max_output_tokens": (MaxTokens, default("max_output_tokens")),
     "ramp_up_s": (RampUp, default("ramp_up_s")),
     "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
     "stall_after_s": (StallAfter, default("stall_after_s")),

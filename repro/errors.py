@@ -3,6 +3,7 @@
     ReproError            base: its message is shown as is, no traceback
     ├── UsageError        bad input (option, knob, profile, scenario, port, URL)  -> exit 2
     ├── EngineError       an engine failed to start, died, wedged or is unreachable -> exit 2
+    ├── StoreError        the run folder cannot be written (disk full, I/O error)   -> exit 2
     └── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
 
 Anything else escaping to the CLI is a bug in repro and keeps its traceback.
@@ -28,6 +29,15 @@ class UsageError(ReproError):
 
 class EngineError(ReproError):
     """The engine under test failed: start-up, death, wedge or unreachable URL."""
+
+
+class StoreError(ReproError):
+    """The run folder could not be written, even after retries; what was written is kept."""
+
+    def __init__(self, message: str, path: object = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason  # the system's words, e.g. "No space left on device"
 
 
 class CorruptionFound(ReproError):

@@ -14,6 +14,7 @@ from repro.errors import UsageError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
+MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small
 DEFAULT_PROFILES = {"sim": PROFILES_DIR / "sim.toml", "sglang": PROFILES_DIR / "sglang-0.5.23.toml"}
 
 
@@ -45,7 +46,12 @@ class RunSpec(BaseModel):
         80_000, ge=4_000, le=1_000_000, description="prompt size a session grows to"
     )
     max_turns: int = Field(100, ge=1, description="turn cap per session")
-    max_output_tokens: int = Field(2048, ge=16, description="max_tokens per request")
+    max_output_tokens: int = Field(
+        2048,
+        ge=16,
+        le=MAX_OUTPUT_TOKENS_LIMIT,
+        description="max_tokens per request: the most tokens one assistant turn may generate",
+    )
     ramp_up_s: float = Field(2.0, ge=0, description="seconds over which sessions start")
     turn_timeout_s: float = Field(180.0, gt=0, description="deadline for one whole turn")
     stall_after_s: float = Field(30.0, gt=0, description="no token anywhere for this long = wedge")

@@ -34,12 +34,12 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
     A session counts when it has at least one judged (`ok`) turn, and is corrupted when any
     judged turn is; one with no judged turn (errors only, or never started) is ERRORED.
     """
-    import pyarrow.parquet as pq
+    from repro.results.reading import read_turn_table
 
     path = run_dir / "turns.parquet"
     if not path.exists():
         return ERRORED * sessions
-    table = pq.read_table(path, columns=["session_id", "outcome", "corrupted"]).to_pylist()
+    table = read_turn_table(path, ["session_id", "outcome", "corrupted"]).to_pylist()
     judged: dict[int, bool] = {}
     for row in table:
         if row["outcome"] == "ok":

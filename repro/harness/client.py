@@ -1,25 +1,31 @@
 """The streaming chat client: httpx, one kept-alive connection per session, SSE parsed as it arrives.
 
 `stream_chat` fills a `StreamProgress` in place, so whatever way a request ends (done,
-error, deadline, abort, cancellation) the caller still holds every byte that arrived.
+error, deadline, abort, cancellation) the caller still holds every byte that arrived. Every
+event is validated against the chunk schema (harness.chunk) before it is used. Deadlines
+and idle limits are the Watchdog's (harness.watchdog), so a paused repro never trips them.
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import anyio
 import httpx
 import orjson
 
 from repro.checkers.verdict import ToolCall
+from repro.harness.chunk import ProtocolViolation, Usage, decode_event
 from repro.harness.turn import TurnOutcome
+
+if TYPE_CHECKING:
+    from repro.harness.watchdog import Watchdog
 
 CHAT_PATH = "/v1/chat/completions"
 ERROR_BODY_BYTES = 2000
+BAD_EVENT_CHARS = 4096  # how much of an event that breaks the protocol is kept as evidence
 
 
 class RunClock:
@@ -52,8 +58,11 @@ class StreamProgress:
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, _CallParts] = field(default_factory=dict)
     finish_reason: str | None = None
-    usage: dict = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    bad_event: str = ""  # the event that broke the protocol (truncated), for protocol_errors.jsonl
+    bad_event_chars: int = 0
     first_token_at_s: float | None = None
+    last_event_at_s: float = 0.0  # any line from the server: what the idle limit watches
     last_token_at_s: float | None = None
     ended_at_s: float = 0.0
     gaps_s: list[float] = field(default_factory=list)
@@ -96,19 +105,23 @@ class ChatClient:
     def __init__(
         self,
         base_url: str,
-        clock: RunClock,
-        read_timeout_s: float,
+        watchdog: Watchdog,
+        idle_timeout_s: float,
         *,
         tls: ssl.SSLContext | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.clock = clock
+        self.watchdog = watchdog
+        self.clock = watchdog.clock
+        self.idle_timeout_s = idle_timeout_s
         self._http = httpx.AsyncClient(
             base_url=base_url,
             transport=transport,
             verify=tls or True,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            timeout=httpx.Timeout(connect=10.0, read=read_timeout_s, write=60.0, pool=60.0),
+            # No read timeout: httpx's is a timer per read, and after a pause of repro it
+            # would fire before anyone could tell; the watchdog enforces the idle limit.
+            timeout=httpx.Timeout(connect=10.0, read=None, write=60.0, pool=60.0),
             trust_env=False,  # never route a loopback engine through an HTTP proxy
         )
 
@@ -122,16 +135,11 @@ class ChatClient:
         *,
         deadline_s: float,
         abort_after_chunks: int | None = None,
-        on_chunk: Callable[[], None] | None = None,
     ) -> None:
         """Send one streaming chat request; the outcome lands in `progress.outcome`."""
-        with anyio.move_on_after(deadline_s) as scope:
+        with self.watchdog.watching(progress, deadline_s, self.idle_timeout_s):
             try:
-                await self._stream(body, progress, abort_after_chunks, on_chunk)
-            except httpx.ReadTimeout:
-                progress.fail(
-                    TurnOutcome.STALLED, "no data from the server within the read timeout"
-                )
+                await self._stream(body, progress, abort_after_chunks)
             except httpx.TimeoutException as exc:
                 progress.fail(
                     TurnOutcome.TIMEOUT, f"{type(exc).__name__} before the response started"
@@ -142,15 +150,9 @@ class ChatClient:
                 )
             finally:
                 progress.ended_at_s = self.clock.now()
-        if scope.cancelled_caught:
-            progress.fail(TurnOutcome.TIMEOUT, f"the turn took longer than {deadline_s:g} s")
 
     async def _stream(
-        self,
-        body: bytes,
-        progress: StreamProgress,
-        abort_after_chunks: int | None,
-        on_chunk: Callable[[], None] | None,
+        self, body: bytes, progress: StreamProgress, abort_after_chunks: int | None
     ) -> None:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         progress.sent_at_s = self.clock.now()
@@ -167,69 +169,88 @@ class ChatClient:
                     text = f"malformed event stream (cut off): {text}"
                 progress.fail(outcome, f"HTTP {response.status_code}: {text}")
                 return
+            # An event is whole at the blank line after it (or at the next `data:` line, for
+            # servers that skip the blank line); one still pending at the end was cut off.
+            pending: str | None = None
             async for line in response.aiter_lines():
-                if progress.done or not line.startswith("data:"):
-                    continue  # read to the end after [DONE], so the connection is reused
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    progress.done = True
+                if not line:
+                    if pending is None:
+                        continue
+                    data, pending = pending, None
+                elif line.startswith("data:"):
+                    progress.last_event_at_s = self.clock.now()
+                    data, pending = pending, line[5:].strip()
+                    if data is None:
+                        continue
+                else:
+                    progress.last_event_at_s = self.clock.now()  # a comment or keep-alive
                     continue
-                self._absorb(data, progress)
-                if progress.outcome is not TurnOutcome.OK:
+                if progress.done:
+                    continue  # read to the end after [DONE], so the connection is reused
+                if not self._dispatch(data, progress, abort_after_chunks):
                     return
-                if on_chunk is not None:
-                    on_chunk()
-                if abort_after_chunks is not None and progress.chunks >= abort_after_chunks:
-                    # Leaving the `async with` closes the connection, as a client that gives up does.
-                    progress.fail(
-                        TurnOutcome.ABORTED, f"aborted by repro after {progress.chunks} chunks"
-                    )
-                    return
+            if pending == "[DONE]":
+                progress.done = True
+            elif pending is not None and not progress.done:
+                progress.fail(
+                    TurnOutcome.TRANSPORT_ERROR, "the stream ended inside an event (cut off)"
+                )
         if not progress.done:
             progress.fail(TurnOutcome.TRANSPORT_ERROR, "the stream ended without [DONE] (cut off)")
 
+    def _dispatch(self, data: str, progress: StreamProgress, abort_after: int | None) -> bool:
+        """Use one whole event; False when the request must end here."""
+        if data == "[DONE]":
+            progress.done = True
+            return True
+        self._absorb(data, progress)
+        if progress.outcome is not TurnOutcome.OK:
+            return False
+        if abort_after is not None and progress.chunks >= abort_after:
+            # Leaving the `async with` closes the connection, as a client that gives up does.
+            progress.fail(TurnOutcome.ABORTED, f"aborted by repro after {progress.chunks} chunks")
+            return False
+        return True
+
     def _absorb(self, data: str, progress: StreamProgress) -> None:
         try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            progress.fail(TurnOutcome.TRANSPORT_ERROR, f"malformed SSE event: {data[:200]!r}")
+            event = decode_event(data)
+        except ProtocolViolation as exc:
+            progress.fail(TurnOutcome.PROTOCOL_ERROR, str(exc))
+            progress.bad_event, progress.bad_event_chars = data[:BAD_EVENT_CHARS], len(data)
             return
-        if not isinstance(event, dict):
+        if event.is_error:
             progress.fail(
-                TurnOutcome.TRANSPORT_ERROR, f"SSE event is not an object: {data[:200]!r}"
+                TurnOutcome.HTTP_ERROR, f"error event from the server: {event.error_text()}"
             )
             return
-        if "error" in event or event.get("object") == "error":
-            error = event.get("error", event)
-            message = error.get("message", error) if isinstance(error, dict) else error
-            progress.fail(TurnOutcome.HTTP_ERROR, f"error event from the server: {message}")
+        if event.usage is not None:
+            progress.usage = event.usage
+        if not event.choices:
             return
-        if event.get("usage"):
-            progress.usage = event["usage"]
-        choices = event.get("choices") or ()
-        if not choices:
-            return
-        choice = choices[0]
-        delta = choice.get("delta") or {}
+        choice = event.choices[0]
+        delta = choice.delta
         got_text = False
-        if delta.get("reasoning_content"):
-            progress.reasoning.append(delta["reasoning_content"])
-            got_text = True
-        if delta.get("content"):
-            progress.content.append(delta["content"])
-            got_text = True
-        for call in delta.get("tool_calls") or ():
-            parts = progress.calls.setdefault(call.get("index", len(progress.calls)), _CallParts())
-            function = call.get("function") or {}
-            parts.id = call.get("id") or parts.id
-            parts.name = function.get("name") or parts.name
-            if function.get("arguments"):
-                parts.arguments.append(function["arguments"])
-            got_text = True
-        if choice.get("finish_reason"):
-            progress.finish_reason = choice["finish_reason"]
+        if delta is not None:
+            if delta.reasoning_content:
+                progress.reasoning.append(delta.reasoning_content)
+                got_text = True
+            if delta.content:
+                progress.content.append(delta.content)
+                got_text = True
+            for call in delta.tool_calls or ():
+                index = len(progress.calls) if call.index is None else call.index
+                parts = progress.calls.setdefault(index, _CallParts())
+                parts.id = call.id or parts.id
+                if call.function is not None:
+                    parts.name = call.function.name or parts.name
+                    if call.function.arguments:
+                        parts.arguments.append(call.function.arguments)
+                got_text = True
+        if choice.finish_reason:
+            progress.finish_reason = choice.finish_reason
         if got_text:
-            now = self.clock.now()
+            now = progress.last_event_at_s
             if progress.first_token_at_s is None:
                 progress.first_token_at_s = now
             else:

@@ -1,8 +1,9 @@
 """The load generator: N agent sessions in flight, every turn judged and recorded as it ends.
 
-One anyio task per session; sessions start over the ramp-up and at most `concurrency` run
-at once. A stall watcher ends the run with a wedge verdict when no session has received a
-token for `stall_after_s` while requests are open, instead of hanging.
+One anyio task per session, created only when a slot frees up, so memory follows the sessions
+in flight, not the sessions asked for; the first `concurrency` start over the ramp-up. The
+watchdog (harness.watchdog) ends the run with a wedge verdict when no session has received a
+token for `stall_after_s` while requests are open, counting only time repro was running.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import anyio
 import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome, TurnRecord
-from repro.results.store import RunStore
+from repro.harness.watchdog import Watchdog
+from repro.results.store import FLUSH_EVERY_S, RunStore
 from repro.scenarios import Scenario, Session
 from repro.spec import RunSpec
 
@@ -53,7 +55,7 @@ class LoadGenerator:
         spec: RunSpec,
         scenario: Scenario,
         new_client: Callable[[], ChatClient],
-        clock: RunClock,
+        watchdog: Watchdog,
         store: RunStore,
         judge: Judge,
         model: str,
@@ -63,26 +65,31 @@ class LoadGenerator:
         self.scenario = scenario
         self.tools = scenario.tools()
         self.new_client = new_client
-        self.clock = clock
+        self.watchdog = watchdog
+        self.clock = watchdog.clock
         self.store = store
         self.judge = judge
         self.model = model
         self.first_session_id = first_session_id
         self.counts = LiveCounts(sessions_total=spec.sessions)
-        self.wedge: str | None = None
-        self._last_progress_s = 0.0
         self._corrupted_sessions: set[int] = set()
 
+    @property
+    def wedge(self) -> str | None:
+        return self.watchdog.wedge
+
     async def run(self) -> None:
-        """Run every session; returns early (self.wedge set) if the engine stops making progress."""
-        self._last_progress_s = self.clock.now()
-        limiter = anyio.CapacityLimiter(self.spec.effective_concurrency())
+        """Run every session; returns early (self.wedge set) if the engine stops making progress;
+        raises StoreError if the run folder cannot be written."""
+        slots = anyio.Semaphore(self.spec.effective_concurrency())
         async with anyio.create_task_group() as outer:
-            outer.start_soon(self._watch_for_stall, outer.cancel_scope)
+            outer.start_soon(self._watch, outer.cancel_scope)
+            outer.start_soon(self._flush_every, FLUSH_EVERY_S)
             async with anyio.create_task_group() as sessions:
                 for i in range(self.spec.sessions):
+                    await slots.acquire()  # released when the session ends
                     sessions.start_soon(
-                        self._session, self.first_session_id + i, self._start_delay(i), limiter
+                        self._session, self.first_session_id + i, self._start_delay(i), slots
                     )
             outer.cancel_scope.cancel()
 
@@ -90,34 +97,26 @@ class LoadGenerator:
         concurrency = self.spec.effective_concurrency()
         return self.spec.ramp_up_s * index / concurrency if index < concurrency else 0.0
 
-    async def _watch_for_stall(self, scope: anyio.CancelScope) -> None:
+    async def _watch(self, scope: anyio.CancelScope) -> None:
+        await self.watchdog.run()  # returns on a wedge
+        scope.cancel()
+
+    async def _flush_every(self, period_s: float) -> None:
         while True:
-            await anyio.sleep(0.25)
-            if self.store.due():
-                self.store.flush()
-            idle_s = self.clock.now() - self._last_progress_s
-            if self.counts.open_requests and idle_s > self.spec.stall_after_s:
-                self.wedge = (
-                    f"the engine stopped making progress: no token for {idle_s:.0f} s "
-                    f"with {self.counts.open_requests} requests open"
-                )
-                scope.cancel()
-                return
+            await anyio.sleep(period_s)
+            await self.store.flush()
 
-    def _tick(self) -> None:
-        self._last_progress_s = self.clock.now()
-
-    async def _session(
-        self, session_id: int, delay_s: float, limiter: anyio.CapacityLimiter
-    ) -> None:
-        await anyio.sleep(delay_s)
-        async with limiter:
+    async def _session(self, session_id: int, delay_s: float, slot: anyio.Semaphore) -> None:
+        try:
+            await anyio.sleep(delay_s)
             self.counts.sessions_active += 1
             try:
                 await self._converse(session_id)
             finally:
                 self.counts.sessions_active -= 1
                 self.counts.sessions_done += 1
+        finally:
+            slot.release()
 
     async def _converse(self, session_id: int) -> None:
         client = self.new_client()
@@ -139,6 +138,10 @@ class LoadGenerator:
             await self._send(client, session_id, turn, body, progress, abort_after)
             verdict, defects = self._judge(session, progress)
             record = self._record(session_id, turn, progress, len(body), verdict, defects)
+            if progress.outcome is TurnOutcome.PROTOCOL_ERROR:
+                self.store.add_protocol_error(
+                    session_id, turn, progress.error, progress.bad_event, progress.bad_event_chars
+                )
             if record.corrupted:
                 self.store.add_failure(record, request, [_defect_dict(d) for d in defects])
             if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
@@ -149,16 +152,16 @@ class LoadGenerator:
                 return
             calls, ids = self._calls(session_id, turn, progress, verdict)
             messages.append(self._assistant_message(progress, calls, ids))
+            prompt_tokens = progress.usage.prompt_tokens or 0
             if calls:
-                usage = progress.usage
                 messages += session.respond(
-                    calls, ids, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+                    calls, ids, prompt_tokens, progress.usage.completion_tokens or 0
                 )
             elif record.corrupted:
                 messages.append(session.retry_notice())
             else:
                 return  # a clean reply without calls: the agent's final answer
-            if session.finished(progress.usage.get("prompt_tokens", 0)):
+            if session.finished(prompt_tokens):
                 return
 
     def _request(self, messages: list[dict]) -> dict:
@@ -195,11 +198,7 @@ class LoadGenerator:
         self.counts.open_requests += 1
         try:
             await client.stream_chat(
-                body,
-                progress,
-                deadline_s=self.spec.turn_timeout_s,
-                abort_after_chunks=abort_after,
-                on_chunk=self._tick,
+                body, progress, deadline_s=self.spec.turn_timeout_s, abort_after_chunks=abort_after
             )
         except anyio.get_cancelled_exc_class():
             # The run is ending: keep what arrived, and say why it ended.
@@ -212,7 +211,6 @@ class LoadGenerator:
             raise
         finally:
             self.counts.open_requests -= 1
-            self._tick()
 
     def _judge(self, session: Session, progress: StreamProgress) -> tuple[Verdict, list[Defect]]:
         if progress.outcome is not TurnOutcome.OK:
@@ -279,9 +277,9 @@ class LoadGenerator:
             first_token_at_s=progress.first_token_at_s,
             last_token_at_s=progress.last_token_at_s,
             ended_at_s=progress.ended_at_s,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
             finish_reason=progress.finish_reason,
             content="".join(progress.content),
             reasoning="".join(progress.reasoning),

@@ -22,13 +22,14 @@ import anyio
 import httpx
 
 from repro import __version__
-from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, UsageError
+from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, StoreError, UsageError
 from repro.harness.client import ChatClient, RunClock
 from repro.harness.launcher import Deployment, kill_leftover_groups, launch
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
+from repro.harness.watchdog import Watchdog
 from repro.knobs import STORY_DEFAULTS
 from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
@@ -145,14 +146,15 @@ async def _model_name(base_url: str, spec: RunSpec) -> str:
 
 async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
     """Each live role's /metrics at the end of the load, as metrics/<role>.prom (best effort)."""
-    folder.mkdir(exist_ok=True)
     async with httpx.AsyncClient(timeout=3.0, trust_env=False) as http:
         for role in deployment.roles:
             if role.exit_code is not None:
                 continue
-            with contextlib.suppress(httpx.HTTPError):
+            # OSError: a full disk must not cost the summary that follows.
+            with contextlib.suppress(httpx.HTTPError, OSError):
                 response = await http.get(f"{role.plan.url}/metrics")
                 if response.status_code == 200:
+                    folder.mkdir(exist_ok=True)
                     (folder / f"{role.plan.name}.prom").write_text(response.text)
 
 
@@ -173,23 +175,25 @@ async def drive(
     progress: Progress | None = None,
     first_session_id: int = 0,
 ) -> RunSummary:
-    """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit."""
+    """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit
+    (raises StoreError, after saying so in summary.json when it can, if it cannot be written)."""
     from repro.checkers import check_turn
 
     store = RunStore(run_dir)
     record = _spec_record(spec, endpoint, first_session_id)
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
+    watchdog = Watchdog(clock, spec.stall_after_s)
     tls = ssl.create_default_context()  # built once: each session's client reuses it
 
     def new_client() -> ChatClient:
-        return ChatClient(endpoint.base_url, clock, spec.stall_after_s * 2, tls=tls)
+        return ChatClient(endpoint.base_url, watchdog, spec.stall_after_s * 2, tls=tls)
 
     generator = LoadGenerator(
         spec,
         get_scenario(spec.scenario),
         new_client,
-        clock,
+        watchdog,
         store,
         check_turn,
         await _model_name(endpoint.base_url, spec),
@@ -217,23 +221,73 @@ async def drive(
         with anyio.CancelScope(shield=True):
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
-        store.close()
-        summary = summarize(
-            store.records,
+        error = error or store.close()
+        summary = _final_summary(
+            store,
             config=endpoint.config,
             wall_s=time.monotonic() - started,
             interrupted=interrupted,
             wedge=generator.wedge,
             error=str(error) if error else None,
+            ended_because=_ended_because(error),
+            client_pauses=watchdog.pauses,
+            client_paused_s=watchdog.paused_s,
             engine=endpoint.engine,
             url=endpoint.base_url,
             started_at=record["started_at"],
             run_dir=str(run_dir),
         )
-        store.write_summary(summary.to_dict())
+        error = _write_summary(store, summary, error)
     if error is not None:
         raise error
     return summary
+
+
+def _ended_because(error: ReproError | None) -> str | None:
+    if isinstance(error, StoreError):
+        return "write_failed"
+    if isinstance(error, EngineError):
+        return "engine_failed"
+    return None  # the rest follows from interrupted / wedge / error
+
+
+def _final_summary(store: RunStore, **context: object) -> RunSummary:
+    """The figures of what is on disk, read back from the parts (only the columns they need)."""
+    from repro.results.reading import read_turn_table
+    from repro.results.summary import SUMMARY_COLUMNS, summarize_table
+
+    try:
+        table = read_turn_table(store.turns_dir, SUMMARY_COLUMNS)
+    except UsageError:  # a part the disk mangled: say what ended the run all the same
+        return summarize([], **context)  # type: ignore[arg-type]
+    return summarize_table(table, **context)  # type: ignore[arg-type]
+
+
+def _write_summary(
+    store: RunStore, summary: RunSummary, error: ReproError | None
+) -> ReproError | None:
+    """Write summary.json; the error to raise, its sentence telling what reached the disk."""
+    try:
+        store.write_summary(summary.to_dict())
+        written = None
+    except StoreError as exc:
+        written = exc
+    if isinstance(error, StoreError):
+        lost = f", and {store.rows_lost} later turns are lost" if store.rows_lost else ""
+        tail = (
+            "summary.json says why"
+            if written is None
+            else f"summary.json could not be written either ({written.reason})"
+        )
+        return StoreError(f"{error}{lost}; {tail}.", path=error.path)
+    if written is not None:
+        return StoreError(
+            f"{written}; the turns are kept in {store.run_dir}, and `repro report "
+            f"{store.run_dir}` recomputes the summary from them"
+            + (f" (the run had stopped on: {error})." if error else "."),
+            path=written.path,
+        )
+    return error
 
 
 class Interrupted(Exception):
@@ -284,8 +338,9 @@ async def run_async(
     except ReproError as exc:
         failure = exc
     finally:
-        if not (run_dir / "summary.json").exists():
-            # Stopped before any load ran (start-up failed or was interrupted): still say so on disk.
+        if not (run_dir / "spec.json").exists():
+            # Stopped before any load ran (start-up failed or was interrupted): still say so on
+            # disk. Once drive() has begun, summary.json (and a disk too full for it) are its own.
             empty = summarize(
                 [],
                 config=resolved.config,
@@ -294,7 +349,10 @@ async def run_async(
                 error=str(failure) if failure else None,
                 run_dir=str(run_dir),
             )
-            RunStore.write_json(run_dir / "summary.json", empty.to_dict())
+            try:
+                RunStore.write_json(run_dir / "summary.json", empty.to_dict())
+            except StoreError as exc:
+                failure = failure or exc
     if failure is not None:
         raise failure
     if work.cancel_called or summary is None:

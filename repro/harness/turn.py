@@ -13,13 +13,22 @@ class TurnOutcome(StrEnum):
     HTTP_ERROR = "http_error"  # the server answered with an error status or error event
     TIMEOUT = "timeout"  # the whole-turn deadline passed
     STALLED = "stalled"  # no byte for the read timeout, or the run's stall detector fired
-    TRANSPORT_ERROR = "transport_error"  # connection refused or reset, stream cut off or malformed
+    TRANSPORT_ERROR = "transport_error"  # connection refused or reset, stream cut off
+    PROTOCOL_ERROR = (
+        "protocol_error"  # an event that is not a chat-completion chunk (bad JSON, types)
+    )
     CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C, SIGTERM, engine death)
     ABORTED = "aborted"  # repro cancelled it on purpose (--abort-rate)
 
 
 ERROR_OUTCOMES = frozenset(
-    {TurnOutcome.HTTP_ERROR, TurnOutcome.TIMEOUT, TurnOutcome.STALLED, TurnOutcome.TRANSPORT_ERROR}
+    {
+        TurnOutcome.HTTP_ERROR,
+        TurnOutcome.TIMEOUT,
+        TurnOutcome.STALLED,
+        TurnOutcome.TRANSPORT_ERROR,
+        TurnOutcome.PROTOCOL_ERROR,
+    }
 )
 
 

@@ -1,18 +1,25 @@
 """Reading a run folder back: its turns, its configuration, and a summary recomputed from them.
 
-`repro report` and `repro compare` use this, so a run that crashed before writing
-summary.json is still readable: turns.parquet is complete at every flush.
+`repro report`, `repro compare`, the gate and bisection read runs through this, so a run that
+crashed before writing summary.json is still readable. turns.parquet is a folder of parts
+(one per flush, see results.store) or, in runs written before that, one file; both read as
+one table.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro.errors import UsageError
 from repro.harness.turn import TurnRecord
 from repro.results.summary import RunSummary, summarize
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,9 @@ def read_run(path: Path) -> RunFolder:
         interrupted=written.interrupted if written else True,
         wedge=written.wedge if written else None,
         error=written.error if written else None,
+        ended_because=written.ended_because if written else None,
+        client_pauses=written.client_pauses if written else 0,
+        client_paused_s=written.client_paused_s if written else 0.0,
         engine=spec.get("engine", ""),
         url=spec.get("url", ""),
         started_at=spec.get("started_at", ""),
@@ -56,14 +66,28 @@ def read_run(path: Path) -> RunFolder:
 
 
 def read_turns(turns: Path) -> list[TurnRecord]:
-    """The rows of a turns.parquet; a file that is not one is one sentence."""
+    """The rows of a turns.parquet (folder or file); anything else is one sentence."""
+    return [TurnRecord(**row) for row in read_turn_table(turns).to_pylist()]
+
+
+def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """turns.parquet as one Arrow table (only `columns`, when given), parts in write order."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from repro.results.store import TURN_SCHEMA
+
+    wanted = list(columns or TURN_SCHEMA.names)
+    if turns.is_dir() and not any(_is_part(p) for p in turns.iterdir()):
+        return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
     try:
-        return [TurnRecord(**row) for row in pq.read_table(turns).to_pylist()]
-    except (pa.ArrowException, TypeError):  # not Parquet at all, or not repro's columns
+        return pq.read_table(turns, columns=wanted)
+    except (pa.ArrowException, TypeError):  # not Parquet, or not repro's columns
         raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+
+
+def _is_part(path: Path) -> bool:
+    return not path.name.startswith((".", "_"))  # what pyarrow's dataset reader reads
 
 
 def _json_object(path: Path) -> dict:

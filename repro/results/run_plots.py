@@ -25,6 +25,7 @@ EVENT_STYLE = {
     "timeout": ("v", "#d35400"),
     "stalled": ("s", "#8e44ad"),
     "transport_error": ("^", "#a04000"),
+    "protocol_error": ("P", "#6e2c00"),
     "cancelled": ("_", "#7f8c8d"),
     "aborted": ("|", "#95a5a6"),
 }

@@ -1,31 +1,46 @@
 """The run folder, written as the run goes so that nothing measured is lost.
 
-spec.json        everything needed to rerun (written first)
-turns.parquet    one row per turn; rewritten atomically every few seconds, so at any
-                 moment it is a complete, readable file holding every finished turn
-failures.jsonl   each corrupted turn's full request and raw output, flushed per line
-logs/            engine logs per role (the launcher writes them)
-summary.json     written at the end, on every way out (also after an error or Ctrl-C)
+spec.json             everything needed to rerun (written first)
+turns.parquet/        one row per turn, as a dataset folder: every few seconds the turns since
+                      the last flush become one new part-NNNNNN.parquet (written aside, then
+                      renamed); a part on disk is never rewritten, and the folder reads as one
+                      table at any moment (pyarrow, pandas, repro.results.reading)
+failures.jsonl        each corrupted turn's full request and raw output, flushed per line
+protocol_errors.jsonl each event that broke the chat-completion protocol, as received
+logs/                 engine logs per role (the launcher writes them)
+summary.json          written at the end, on every way out, with `ended_because`
+
+Every write is retried; one that keeps failing (a full disk, an I/O error) raises StoreError,
+a sentence that says what was kept. A small reserve file, freed just before summary.json is
+written, keeps room for it when the disk fills up during the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro.errors import UsageError
+from repro.errors import StoreError, UsageError
 from repro.harness.turn import TurnRecord
 
 FLUSH_EVERY_S = 5.0
-BATCH_ROWS = 64
+TURNS = "turns.parquet"
+WRITE_TRIES = 3
+RETRY_AFTER_S = (0.5, 1.0)  # waits between the tries: a disk that frees up soon is waited for
+RESERVE_BYTES = 64 * 1024  # room kept for summary.json; a summary is a few kB
+RESERVE = ".summary-reserve"
 
 _ARROW_TYPES = {
     "int": pa.int64(),
@@ -40,6 +55,8 @@ _ARROW_TYPES = {
 }
 # Built from TurnRecord's annotations (strings under postponed evaluation), so the two cannot drift.
 TURN_SCHEMA = pa.schema([(f.name, _ARROW_TYPES[f.type]) for f in dataclasses.fields(TurnRecord)])
+
+T = TypeVar("T")
 
 
 def check_output_file(option: str, path: Path) -> None:
@@ -56,13 +73,70 @@ def check_output_file(option: str, path: Path) -> None:
         raise UsageError(f"{option} {path}: the folder {folder} is not writable.")
 
 
+def _reason(exc: OSError) -> str:
+    """The system's words for a failed write; pyarrow wraps them ("... Detail: [errno 28] ...")."""
+    code = exc.errno or next((int(m) for m in re.findall(r"\[errno (\d+)\]", str(exc))), None)
+    return os.strerror(code) if code else exc.strerror or str(exc)
+
+
+def _write_failed(path: Path, exc: OSError, tries: int) -> StoreError:
+    reason = _reason(exc)
+    return StoreError(f"Cannot write {path}: {reason} ({tries} tries)", path=path, reason=reason)
+
+
+def retried(path: Path, write: Callable[[], T]) -> T:
+    """`write()`, tried WRITE_TRIES times (blocking waits between); StoreError if it never works."""
+    for attempt in range(WRITE_TRIES):
+        try:
+            return write()
+        except OSError as exc:
+            if attempt == WRITE_TRIES - 1:
+                raise _write_failed(path, exc, WRITE_TRIES) from None
+            time.sleep(RETRY_AFTER_S[attempt])
+    raise AssertionError("unreachable")
+
+
+class JsonLines:
+    """An append-only JSON Lines file: a line is on disk whole or not at all."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = path
+        self.lines = 0
+        self._fd: int | None = None
+        if create:
+            self._open()
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def _write(self, line: bytes) -> None:
+        fd = self._open()
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            os.ftruncate(fd, start)  # no half line for a reader to trip on; the retry rewrites it
+            raise
+
+    def append(self, item: dict[str, Any]) -> None:
+        retried(self.path, lambda: self._write(orjson.dumps(item) + b"\n"))
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 class RunStore:
     """Appends turns and failures to one run folder; the folder must be new or empty."""
 
     def __init__(self, run_dir: Path) -> None:
-        if any(
-            (run_dir / name).exists() for name in ("spec.json", "turns.parquet", "summary.json")
-        ):
+        if any((run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")):
             raise UsageError(
                 f"{run_dir} already holds a run; choose a new --out so it is not overwritten."
             )
@@ -71,11 +145,20 @@ class RunStore:
         except OSError as exc:
             raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
         self.run_dir = run_dir
-        self.records: list[TurnRecord] = []
-        self._batches: list[pa.RecordBatch] = []
+        self.turns_dir = run_dir / TURNS
+        retried(self.turns_dir, lambda: self.turns_dir.mkdir(exist_ok=True))
+        self.rows_written = 0
+        self.rows_lost = 0
+        self.write_error: StoreError | None = None
+        self._parts = 0
         self._pending: list[TurnRecord] = []
-        self._flushed_at = time.monotonic()
-        self._failures = (run_dir / "failures.jsonl").open("ab")
+        self._failures = retried(run_dir / "failures.jsonl", lambda: JsonLines(self.failures_path))
+        self._protocol_errors = JsonLines(run_dir / "protocol_errors.jsonl", create=False)
+        self._reserve()
+
+    @property
+    def failures_path(self) -> Path:
+        return self.run_dir / "failures.jsonl"
 
     @property
     def logs_dir(self) -> Path:
@@ -83,61 +166,128 @@ class RunStore:
 
     @staticmethod
     def write_json(path: Path, data: Any) -> None:
-        """Indented JSON, replaced atomically (a reader never sees half a file)."""
+        """Indented JSON, replaced atomically (a reader never sees half a file); StoreError if
+        it cannot be written after WRITE_TRIES tries."""
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-        os.replace(tmp, path)
+
+        def write() -> None:
+            try:
+                tmp.write_bytes(
+                    orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+                )
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()  # a partial file takes the space the retry needs
+                raise
+
+        retried(path, write)
 
     def write_spec(self, spec: dict[str, Any]) -> None:
         self.write_json(self.run_dir / "spec.json", spec)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
+        self.release_reserve()
         self.write_json(self.run_dir / "summary.json", summary)
 
     def append(self, record: TurnRecord) -> None:
-        self.records.append(record)
         self._pending.append(record)
-        if len(self._pending) >= BATCH_ROWS:
-            self._seal_batch()
 
     def add_failure(
         self, record: TurnRecord, request: dict[str, Any], defects: list[dict[str, Any]]
     ) -> None:
         """One line per corrupted turn: the full request, the raw output and every defect."""
-        line = {
-            "session_id": record.session_id,
-            "turn": record.turn,
-            "defects": defects,
-            "output": {
-                "content": record.content,
-                "reasoning": record.reasoning,
-                "tool_calls": json.loads(record.tool_calls),
-                "finish_reason": record.finish_reason,
-            },
-            "request": request,
-        }
-        self._failures.write(orjson.dumps(line) + b"\n")
-        self._failures.flush()
+        self._failures.append(
+            {
+                "session_id": record.session_id,
+                "turn": record.turn,
+                "defects": defects,
+                "output": {
+                    "content": record.content,
+                    "reasoning": record.reasoning,
+                    "tool_calls": json.loads(record.tool_calls),
+                    "finish_reason": record.finish_reason,
+                },
+                "request": request,
+            }
+        )
 
-    def due(self) -> bool:
-        return time.monotonic() - self._flushed_at >= FLUSH_EVERY_S
+    def add_protocol_error(
+        self, session_id: int, turn: int, error: str, event: str, event_chars: int
+    ) -> None:
+        """The event that broke the protocol, as received (its first chars when it is long)."""
+        self._protocol_errors.append(
+            {
+                "session_id": session_id,
+                "turn": turn,
+                "error": error,
+                "event": event,
+                "event_chars": event_chars,
+                "truncated": len(event) < event_chars,
+            }
+        )
 
-    def flush(self) -> None:
-        """Rewrite turns.parquet with every turn so far (tmp file + rename: never half-written)."""
-        self._seal_batch()
-        table = pa.Table.from_batches(self._batches, schema=TURN_SCHEMA)
-        tmp = self.run_dir / "turns.parquet.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.run_dir / "turns.parquet")
-        self._flushed_at = time.monotonic()
+    async def flush(self) -> None:
+        """The turns since the last flush become one new part, written in a worker thread so
+        the event loop keeps streaming; raises StoreError when the write keeps failing."""
+        rows = self._take_pending()
+        if rows:
+            await anyio.to_thread.run_sync(self._write_rows, rows)
 
-    def close(self) -> None:
-        self.flush()
+    def close(self) -> StoreError | None:
+        """Write the last turns and close the files; the write error that stopped the run, if any."""
+        rows = self._take_pending()
+        if rows:
+            with contextlib.suppress(StoreError):  # kept in self.write_error
+                self._write_rows(rows)
         self._failures.close()
+        self._protocol_errors.close()
+        return self.write_error
 
-    def _seal_batch(self) -> None:
-        if not self._pending:
-            return
-        columns = {name: [getattr(r, name) for r in self._pending] for name in TURN_SCHEMA.names}
-        self._batches.append(pa.RecordBatch.from_pydict(columns, schema=TURN_SCHEMA))
-        self._pending = []
+    def _take_pending(self) -> list[TurnRecord]:
+        rows, self._pending = self._pending, []
+        if self.write_error is not None:  # the run is stopping on it: these cannot be saved
+            self.rows_lost += len(rows)
+            return []
+        return rows
+
+    def _write_rows(self, rows: list[TurnRecord]) -> None:
+        path = self.turns_dir / f"part-{self._parts:06d}.parquet"
+        try:
+            retried(path, lambda: self._write_part(rows, path))
+        except StoreError as exc:
+            self.rows_lost += len(rows)
+            self.write_error = StoreError(
+                f"{exc}; the run stopped there, and the {self.rows_written} turns written "
+                f"before are kept in {self.run_dir}",
+                path=exc.path,
+                reason=exc.reason,
+            )
+            raise self.write_error from None
+        self._parts += 1
+        self.rows_written += len(rows)
+
+    @staticmethod
+    def _write_part(rows: list[TurnRecord], path: Path) -> None:
+        # Written under a dot-name that dataset readers skip, then renamed: never half a part.
+        tmp = path.with_name(f".{path.name}.tmp")
+        columns = {name: [getattr(r, name) for r in rows] for name in TURN_SCHEMA.names}
+        try:
+            pq.write_table(pa.Table.from_pydict(columns, schema=TURN_SCHEMA), tmp)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+
+    def _reserve(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # no room even now: nothing to keep
+            fd = os.open(self.run_dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+            finally:
+                os.close(fd)
+
+    def release_reserve(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.run_dir / RESERVE).unlink()

@@ -1,7 +1,9 @@
-"""RunSummary: the figures of one run, computed from its turn records (or turns.parquet).
+"""RunSummary: the figures of one run, computed from its turn records or from turns.parquet.
 
 Rates are over judged turns (outcome `ok`) and over sessions with at least one judged turn;
 each comes with its 95% Wilson interval, so 0 of n still says how high the rate could be.
+The figures are computed column-wise (pandas), so a finished run's summary is read back from
+its parts with only the columns it needs: no turn record is held in memory for it.
 """
 
 from __future__ import annotations
@@ -12,12 +14,32 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repro.harness.turn import ERROR_OUTCOMES, TurnOutcome, TurnRecord
 from repro.results.stats import wilson
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
 SLOW_CLIENT_LAG_S = 0.25  # p99 send lag above this means repro itself was the bottleneck
+# The columns the figures need; the rest of a turn (its text) is never read for a summary.
+SUMMARY_COLUMNS = (
+    "session_id",
+    "outcome",
+    "corrupted",
+    "prompt_tokens",
+    "completion_tokens",
+    "scheduled_at_s",
+    "sent_at_s",
+    "first_token_at_s",
+    "ended_at_s",
+    "gaps_s",
+    "defect_kinds",
+)
+# Why a run ended, as summary.json says in `ended_because`.
+ENDED = ("completed", "interrupted", "wedged", "error", "write_failed")
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,9 @@ class RunSummary:
     client_was_slow: bool = False
     wedge: str | None = None
     error: str | None = None
+    ended_because: str = "completed"  # one of ENDED; `error` or `wedge` says more
+    client_pauses: int = 0  # times repro itself stopped running (SIGSTOP, VM pause, starvation)
+    client_paused_s: float = 0.0  # their total: set aside by the stall watcher, never a wedge
     engine: str = ""
     url: str = ""
     started_at: str = ""
@@ -98,39 +123,60 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def summarize(
-    records: Sequence[TurnRecord],
+def summarize(records: Sequence[TurnRecord], **context: Any) -> RunSummary:
+    """The figures of these turn records; `context` as for summarize_frame."""
+    import pandas as pd
+
+    columns = {c: [getattr(r, c) for r in records] for c in SUMMARY_COLUMNS}
+    return summarize_frame(pd.DataFrame(columns), **context)
+
+
+def summarize_table(table: pa.Table, **context: Any) -> RunSummary:
+    """The figures of a turns table (as read from turns.parquet); only its needed columns."""
+    return summarize_frame(table.select(list(SUMMARY_COLUMNS)).to_pandas(), **context)
+
+
+def summarize_frame(
+    turns: pd.DataFrame,
     *,
     config: dict[str, str],
     wall_s: float,
     interrupted: bool = False,
     wedge: str | None = None,
     error: str | None = None,
+    ended_because: str | None = None,
+    client_pauses: int = 0,
+    client_paused_s: float = 0.0,
     engine: str = "",
     url: str = "",
     started_at: str = "",
     run_dir: str = "",
 ) -> RunSummary:
-    judged = [r for r in records if r.outcome == TurnOutcome.OK]
-    by_session: dict[int, bool] = {}
-    for r in judged:
-        by_session[r.session_id] = by_session.get(r.session_id, False) or r.corrupted
-    sessions, sessions_corrupted = len(by_session), sum(by_session.values())
-    turns, turns_corrupted = len(judged), sum(r.corrupted for r in judged)
-    outcomes = Counter(r.outcome for r in records)
-    peak: dict[int, int] = {}
-    for r in records:
-        if r.prompt_tokens:
-            peak[r.session_id] = max(peak.get(r.session_id, 0), r.prompt_tokens)
-    session_rate, turn_rate = wilson(sessions_corrupted, sessions), wilson(turns_corrupted, turns)
-    completion = sum(r.completion_tokens or 0 for r in records)
-    lags = [r.send_lag_s for r in records]
+    """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
+    import numpy as np
+
+    numbers = ("prompt_tokens", "completion_tokens", "scheduled_at_s", "sent_at_s")
+    numbers += ("first_token_at_s", "ended_at_s")
+    # None (no value) becomes NaN whatever the source; an empty run has object columns.
+    turns = turns.astype({c: "float64" for c in numbers} | {"corrupted": bool})
+    judged = turns[turns["outcome"] == TurnOutcome.OK]
+    by_session = judged.groupby("session_id")["corrupted"].any()
+    sessions, sessions_corrupted = len(by_session), int(by_session.sum())
+    turns_judged, turns_corrupted = len(judged), int(judged["corrupted"].sum())
+    outcomes = Counter({str(k): int(v) for k, v in turns["outcome"].value_counts().items()})
+    prompt = turns["prompt_tokens"]
+    peak = prompt[prompt > 0].groupby(turns["session_id"][prompt > 0]).max()
+    session_rate = wilson(sessions_corrupted, sessions)
+    turn_rate = wilson(turns_corrupted, turns_judged)
+    completion = int(turns["completion_tokens"].fillna(0).sum())
+    lags = turns["sent_at_s"] - turns["scheduled_at_s"]
     lag_p99 = percentiles(lags).get("p99", 0.0)
+    gaps = [np.asarray(g, dtype="float64") for g in judged["gaps_s"]]
     return RunSummary(
         sessions=sessions,
         sessions_corrupted=sessions_corrupted,
         session_corruption_rate=session_rate.value,
-        turns=turns,
+        turns=turns_judged,
         turns_corrupted=turns_corrupted,
         turn_corruption_rate=turn_rate.value,
         errors=sum(outcomes[o] for o in ERROR_OUTCOMES),
@@ -138,19 +184,19 @@ def summarize(
         interrupted=interrupted,
         config=dict(config),
         wall_s=round(wall_s, 3),
-        max_prompt_tokens=max(peak.values(), default=0),
+        max_prompt_tokens=int(peak.max()) if len(peak) else 0,
         session_corruption_ci=(session_rate.low, session_rate.high),
         turn_corruption_ci=(turn_rate.low, turn_rate.high),
-        sessions_started=len({r.session_id for r in records}),
-        sessions_reaching_60k=sum(v >= 60_000 for v in peak.values()),
+        sessions_started=int(turns["session_id"].nunique()),
+        sessions_reaching_60k=int((peak >= 60_000).sum()),
         aborted=outcomes[TurnOutcome.ABORTED],
         cancelled=outcomes[TurnOutcome.CANCELLED],
         outcomes=dict(sorted(outcomes.items())),
-        defects=dict(Counter(k for r in judged for k in r.defect_kinds).most_common()),
+        defects=dict(Counter(k for kinds in judged["defect_kinds"] for k in kinds).most_common()),
         latency_s={
-            "ttft": percentiles([r.ttft_s for r in judged if r.ttft_s is not None]),
-            "e2e": percentiles([r.e2e_s for r in judged]),
-            "itl": percentiles([g for r in judged for g in r.gaps_s]),
+            "ttft": percentiles(judged["first_token_at_s"] - judged["sent_at_s"]),
+            "e2e": percentiles(judged["ended_at_s"] - judged["sent_at_s"]),
+            "itl": percentiles(np.concatenate(gaps) if gaps else []),
         },
         completion_tokens=completion,
         output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
@@ -158,8 +204,19 @@ def summarize(
         client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S,
         wedge=wedge,
         error=error,
+        ended_because=ended_because or _ended_because(interrupted, wedge, error),
+        client_pauses=client_pauses,
+        client_paused_s=round(client_paused_s, 3),
         engine=engine,
         url=url,
         started_at=started_at,
         run_dir=run_dir,
     )
+
+
+def _ended_because(interrupted: bool, wedge: str | None, error: str | None) -> str:
+    if wedge:
+        return "wedged"
+    if error:
+        return "error"
+    return "interrupted" if interrupted else "completed"

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
+from repro.results.reading import read_turn_table
 from tests.e2e.conftest import engine_processes, summary
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +28,7 @@ def wait_for_turns(out: Path, at_least: int, timeout_s: float = 90) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         path = out / "turns.parquet"
-        if path.exists() and pq.read_metadata(path).num_rows >= at_least:
+        if path.exists() and read_turn_table(path, ["turn"]).num_rows >= at_least:
             return
         time.sleep(0.2)
     raise AssertionError(f"fewer than {at_least} turns in {timeout_s} s")
@@ -51,7 +51,7 @@ def test_interrupt_keeps_finished_turns_and_kills_every_engine(
     assert engine_processes(out) == [] and len(roles) == 3
     s = summary(out)
     assert s["interrupted"] is True and s["turns"] >= 12
-    assert pq.read_metadata(out / "turns.parquet").num_rows >= s["turns"]
+    assert read_turn_table(out / "turns.parquet", ["turn"]).num_rows >= s["turns"]
     assert "interrupted" in stderr
 
 

@@ -26,8 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome
+from repro.harness.watchdog import running_watchdog
 from repro.ports import free_ports
 
 pytestmark = pytest.mark.e2e
@@ -137,16 +138,17 @@ def router_in_front(sglang_python: Path, tmp_path: Path) -> Iterator[tuple[str, 
 
 
 async def one_turn(url: str) -> StreamProgress:
-    client = ChatClient(url, RunClock(), read_timeout_s=15)
-    try:
-        progress = StreamProgress(scheduled_at_s=0.0)
-        body = orjson.dumps(
-            {"model": "m", "stream": True, "messages": [{"role": "user", "content": "go"}]}
-        )
-        await client.stream_chat(body, progress, deadline_s=30)
-        return progress
-    finally:
-        await client.aclose()
+    async with running_watchdog() as watchdog:
+        client = ChatClient(url, watchdog, 15)
+        try:
+            progress = StreamProgress(scheduled_at_s=0.0)
+            body = orjson.dumps(
+                {"model": "m", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+            )
+            await client.stream_chat(body, progress, deadline_s=30)
+            return progress
+        finally:
+            await client.aclose()
 
 
 @pytest.mark.anyio

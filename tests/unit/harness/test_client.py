@@ -9,8 +9,9 @@ import anyio
 import httpx
 import pytest
 
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome
+from repro.harness.watchdog import running_watchdog
 
 pytestmark = pytest.mark.anyio
 
@@ -62,22 +63,24 @@ GOOD = sse(
 )
 
 
-async def call(body: bytes | AsyncIterator[bytes], status: int = 200, **kwargs) -> StreamProgress:
+async def call(
+    body: bytes | AsyncIterator[bytes], status: int = 200, idle_timeout_s: float = 5, **kwargs
+) -> StreamProgress:
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.path == "/v1/chat/completions"
         return httpx.Response(status, content=body, headers={"content-type": "text/event-stream"})
 
-    clock = RunClock()
-    client = ChatClient(
-        "http://engine", clock, read_timeout_s=5, transport=httpx.MockTransport(handler)
-    )
-    progress = StreamProgress(scheduled_at_s=clock.now())
-    try:
-        await client.stream_chat(
-            b"{}", progress, deadline_s=kwargs.pop("deadline_s", 5.0), **kwargs
+    async with running_watchdog() as watchdog:
+        client = ChatClient(
+            "http://engine", watchdog, idle_timeout_s, transport=httpx.MockTransport(handler)
         )
-    finally:
-        await client.aclose()
+        progress = StreamProgress(scheduled_at_s=watchdog.clock.now())
+        try:
+            await client.stream_chat(
+                b"{}", progress, deadline_s=kwargs.pop("deadline_s", 5.0), **kwargs
+            )
+        finally:
+            await client.aclose()
     return progress
 
 
@@ -92,7 +95,7 @@ async def test_a_complete_stream_is_assembled() -> None:
     ]
     assert progress.call_ids() == ("call_a", "call_b")
     assert progress.finish_reason == "tool_calls"
-    assert progress.usage["prompt_tokens"] == 1200
+    assert progress.usage.prompt_tokens == 1200 and progress.usage.completion_tokens == 42
     assert progress.chunks == 7 and len(progress.gaps_s) == 6
     assert (
         progress.sent_at_s
@@ -108,9 +111,99 @@ async def test_a_stream_cut_off_is_a_transport_error_not_a_turn() -> None:
     assert "without [DONE]" in progress.error
 
 
-async def test_malformed_sse_is_a_transport_error() -> None:
-    progress = await call(sse(chunk(content="a"), '{\'error\': {"message": {"cut'))
-    assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and "malformed SSE" in progress.error
+async def test_a_stream_cut_inside_an_event_is_a_transport_error() -> None:
+    # The last event never got its blank line: the connection ended it, not the server's JSON.
+    progress = await call(sse(chunk(content="a")) + b'data: {"choices": [{"delta": {"con')
+    assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and "inside an event" in progress.error
+    assert "".join(progress.content) == "a"
+
+
+async def test_a_whole_event_that_is_not_json_is_a_protocol_error() -> None:
+    progress = await call(sse(chunk(content="a"), '{\'error\': {"message": {"cut', "[DONE]"))
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR and "not valid JSON" in progress.error
+    assert progress.bad_event == '{\'error\': {"message": {"cut'
+
+
+async def test_events_without_blank_lines_between_them_still_count() -> None:
+    body = b"".join(f"data: {json.dumps(chunk(content=c))}\n".encode() for c in "abc")
+    progress = await call(body + b"data: [DONE]\n")
+    assert progress.outcome is TurnOutcome.OK and "".join(progress.content) == "abc"
+
+
+def choice(**fields) -> dict:
+    return {"choices": [{"index": 0, **fields}]}
+
+
+# Well-formed JSON, wrong shape: each one crashed repro or reached turns.parquet before.
+HOSTILE_EVENTS = {
+    "content an integer": (choice(delta={"content": 5}), "$.choices[0].delta.content"),
+    "reasoning a list": (choice(delta={"reasoning_content": ["x"]}), "reasoning_content"),
+    "delta a string": (choice(delta="hello"), "$.choices[0].delta"),
+    "delta a list": (choice(delta=[{"content": "a"}]), "$.choices[0].delta"),
+    "choices an object": ({"choices": {"0": {"delta": {}}}}, "$.choices"),
+    "choices a string": ({"choices": "abc"}, "$.choices"),
+    "a choice a number": ({"choices": [7]}, "$.choices[0]"),
+    "finish_reason an integer": (choice(delta={}, finish_reason=1), "finish_reason"),
+    "usage a string": ({"choices": [], "usage": "lots"}, "$.usage"),
+    "prompt_tokens a string": ({"choices": [], "usage": {"prompt_tokens": "9"}}, "prompt_tokens"),
+    "completion_tokens negative": ({"usage": {"completion_tokens": -3}}, "completion_tokens"),
+    "prompt_tokens past int64": ({"usage": {"prompt_tokens": 2**70}}, "prompt_tokens"),
+    "cached_tokens a float": (
+        {"usage": {"prompt_tokens_details": {"cached_tokens": 1.5}}},
+        "cached_tokens",
+    ),
+    "tool_calls an object": (choice(delta={"tool_calls": {"index": 0}}), "tool_calls"),
+    "arguments an object": (
+        choice(delta={"tool_calls": [{"index": 0, "function": {"arguments": {"a": 1}}}]}),
+        "arguments",
+    ),
+    "tool name an integer": (
+        choice(delta={"tool_calls": [{"index": 0, "function": {"name": 3}}]}),
+        "name",
+    ),
+    "tool call index a string": (choice(delta={"tool_calls": [{"index": "0"}]}), "index"),
+    "tool call id a list": (choice(delta={"tool_calls": [{"index": 0, "id": []}]}), "id"),
+    "an array, not an object": ([chunk(content="a")], "Expected `object`, got `array`"),
+    "a bare number": (42, "Expected `object`, got `int`"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_EVENTS)
+async def test_an_event_of_the_wrong_shape_is_a_protocol_error_not_a_crash(name: str) -> None:
+    event, where = HOSTILE_EVENTS[name]
+    raw = json.dumps(event)
+    progress = await call(sse(chunk(content="kept"), raw, chunk(content="never"), "[DONE]"))
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR, progress.error
+    assert where in progress.error and "schema" in progress.error
+    assert progress.bad_event == raw and progress.bad_event_chars == len(raw)
+    assert "".join(progress.content) == "kept"  # what came before is still there
+
+
+async def test_a_lone_surrogate_never_reaches_the_text() -> None:
+    # Parquet (UTF-8) cannot hold one; it would have failed every later write of the turns.
+    progress = await call(
+        sse(chunk(content="a"), '{"choices": [{"delta": {"content": "\\ud800"}}]}')
+    )
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR
+    assert "".join(progress.content) == "a"
+
+
+async def test_a_long_bad_event_is_kept_truncated() -> None:
+    raw = json.dumps(choice(delta={"content": 1}, padding="x" * 10_000))
+    progress = await call(sse(raw, "[DONE]"))
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR
+    assert progress.bad_event == raw[:4096] and progress.bad_event_chars == len(raw)
+
+
+async def test_unknown_fields_and_nulls_are_fine() -> None:
+    events = [
+        {"id": "x", "created": 1, "system_fingerprint": None, **chunk(content="a", extra=1)},
+        {"choices": None, "usage": None},
+        {"choices": [{"index": 0, "delta": None, "finish_reason": "stop", "logprobs": None}]},
+        "[DONE]",
+    ]
+    progress = await call(sse(*events))
+    assert progress.outcome is TurnOutcome.OK and progress.finish_reason == "stop"
 
 
 async def test_http_error_keeps_the_status_and_body() -> None:
@@ -141,12 +234,23 @@ async def test_whole_turn_deadline_keeps_partial_text() -> None:
     assert progress.ended_at_s - progress.sent_at_s < 2
 
 
+async def test_a_server_silent_past_the_idle_limit_is_a_stall() -> None:
+    async def silent() -> AsyncIterator[bytes]:
+        yield sse(chunk(content="partial"))
+        await anyio.sleep(10)
+        yield b"data: [DONE]\n\n"
+
+    progress = await call(silent(), idle_timeout_s=0.4, deadline_s=30)
+    assert progress.outcome is TurnOutcome.STALLED and "no data from the server" in progress.error
+    assert 0.4 < progress.ended_at_s - progress.last_event_at_s < 2
+
+
 async def test_connection_refused_is_a_transport_error() -> None:
-    clock = RunClock()
-    client = ChatClient("http://127.0.0.1:9", clock, read_timeout_s=1)
-    progress = StreamProgress(scheduled_at_s=0.0)
-    await client.stream_chat(b"{}", progress, deadline_s=5)
-    await client.aclose()
+    async with running_watchdog() as watchdog:
+        client = ChatClient("http://127.0.0.1:9", watchdog, 1)
+        progress = StreamProgress(scheduled_at_s=0.0)
+        await client.stream_chat(b"{}", progress, deadline_s=5)
+        await client.aclose()
     assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and "ConnectError" in progress.error
 
 

@@ -93,12 +93,23 @@ def test_the_command_writes_the_page_and_says_one_sentence_when_it_cannot(tmp_pa
     assert "does not exist." in missing.stderr and missing.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("name", ["turns.parquet", "spec.json", "summary.json"])
-def test_the_page_never_overwrites_the_runs_own_files(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("turns.parquet/part-000000.parquet", "it is part of the run; name a new file"),
+        ("turns.parquet", "is a folder; give the path of the file to write"),
+        ("spec.json", "it is part of the run; name a new file"),
+        ("summary.json", "it is part of the run; name a new file"),
+    ],
+)
+def test_the_page_never_overwrites_the_runs_own_files(
+    tmp_path: Path, name: str, message: str
+) -> None:
     run = write_run(tmp_path / "run", corrupted=1, sessions=4)
-    before = (run / name).read_bytes()
-    with pytest.raises(UsageError, match="it is part of the run; name a new file"):
+    files = sorted(p for p in run.rglob("*") if p.is_file())
+    before = [p.read_bytes() for p in files]
+    with pytest.raises(UsageError, match=message):
         write_html_report(read_run(run), run / name)
-    assert (run / name).read_bytes() == before
+    assert [p.read_bytes() for p in files] == before
     write_html_report(read_run(run), run / "report.html")  # a page beside them is fine
     write_html_report(read_run(run), run / "report.html")  # and may be redrawn

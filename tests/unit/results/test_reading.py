@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from repro.errors import UsageError
 from repro.results.compare import compare, render_comparison
-from repro.results.reading import read_run
+from repro.results.reading import read_run, read_turn_table
 from repro.results.report import summary_rows
 from repro.results.store import RunStore
-from repro.results.summary import summarize
+from repro.results.summary import SUMMARY_COLUMNS, summarize, summarize_table
 from tests.unit.results.test_store import record
 
 
@@ -60,8 +63,8 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("turns.parquet", b"", r"turns.parquet is not a turns table"),
-        ("turns.parquet", b"not parquet", r"turns.parquet is not a turns table"),
+        ("turns.parquet/part-000000.parquet", b"", r"turns.parquet is not a turns table"),
+        ("turns.parquet/part-000000.parquet", b"not parquet", r"turns.parquet is not a turns"),
         ("spec.json", b"{", r"spec.json is not valid JSON"),
         ("spec.json", b"[]", r"spec.json does not hold a JSON object"),
         ("summary.json", b"", r"summary.json is not valid JSON"),
@@ -78,13 +81,38 @@ def test_a_damaged_run_folder_is_one_sentence(
 
 
 def test_a_parquet_file_of_other_columns_is_not_a_turns_table(tmp_path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     folder = write_run(tmp_path / "a", corrupted=1)
+    shutil.rmtree(folder / "turns.parquet")
     pq.write_table(pa.table({"cell": [1, 2]}), folder / "turns.parquet")
     with pytest.raises(UsageError, match="is not a turns table written by repro run"):
         read_run(folder)
+
+
+def test_a_run_folder_from_before_the_parts_still_reads(tmp_path: Path) -> None:
+    # Earlier versions wrote turns.parquet as one file, rewritten whole at each flush.
+    folder = write_run(tmp_path / "old", corrupted=5)
+    table = pq.read_table(folder / "turns.parquet")
+    shutil.rmtree(folder / "turns.parquet")
+    pq.write_table(table, folder / "turns.parquet")
+    assert (folder / "turns.parquet").is_file()
+    s = read_run(folder).summary
+    assert (s.sessions, s.sessions_corrupted, s.turns) == (80, 5, 80)
+
+
+def test_a_live_run_before_its_first_flush_reads_as_no_turns_yet(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "live")
+    store.write_spec({"config": {}, "engine": "repro-sim 0.1", "url": "http://x"})
+    s = read_run(tmp_path / "live").summary
+    assert s.turns == 0 and s.interrupted and s.ended_because == "interrupted"
+    store.close()
+
+
+def test_summary_from_the_table_equals_summary_from_records(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "a", corrupted=7, sessions=30)
+    records = read_run(folder).records
+    table = read_turn_table(folder / "turns.parquet", SUMMARY_COLUMNS)
+    context = {"config": {}, "wall_s": 3.0}
+    assert summarize_table(table, **context) == summarize(records, **context)
 
 
 def test_a_run_stopped_before_any_load_says_why(tmp_path: Path) -> None:

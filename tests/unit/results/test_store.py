@@ -1,15 +1,21 @@
-"""The run folder: turns.parquet is complete at every flush, failures are flushed per line."""
+"""The run folder: turns.parquet grows by parts, never rewritten; failures go out per line."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
+import anyio
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from repro.errors import UsageError
+from repro.errors import StoreError, UsageError
 from repro.harness.turn import TurnRecord
+from repro.results import store as store_module
+from repro.results.reading import read_turn_table
 from repro.results.store import RunStore
 
 
@@ -26,18 +32,87 @@ def record(session_id: int = 0, turn: int = 0, corrupted: bool = False, **kw) ->
     return TurnRecord(**fields)
 
 
-def test_flush_writes_a_readable_file_with_every_turn(tmp_path: Path) -> None:
+def test_each_flush_appends_a_part_and_never_rewrites_one(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
+    turns = tmp_path / "run" / "turns.parquet"
+    assert read_turn_table(turns).num_rows == 0  # readable before the first flush
     for i in range(150):
         store.append(record(session_id=i % 7, turn=i // 7))
-    store.flush()
-    table = pq.read_table(tmp_path / "run" / "turns.parquet")
-    assert table.num_rows == 150
+    anyio.run(store.flush)
+    first = (turns / "part-000000.parquet").read_bytes()
+    assert pq.read_table(turns).num_rows == 150
     store.append(record(session_id=99))
-    store.close()
-    rows = pq.read_table(tmp_path / "run" / "turns.parquet").to_pylist()
-    assert len(rows) == 151 and rows[-1]["session_id"] == 99
+    assert store.close() is None
+    assert (turns / "part-000000.parquet").read_bytes() == first
+    assert sorted(p.name for p in turns.iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
+    rows = pq.read_table(turns).to_pylist()
+    assert len(rows) == 151 and rows[-1]["session_id"] == 99  # parts read back in write order
     assert rows[0]["gaps_s"] == [0.05] * 9 and rows[0]["cached_tokens"] is None
+    assert len(pd.read_parquet(turns)) == 151  # one table for pandas too
+    assert store.rows_written == 151 and store.rows_lost == 0
+
+
+def test_a_write_that_keeps_failing_is_one_error_and_keeps_the_parts_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "RETRY_AFTER_S", (0.0, 0.0))
+    store = RunStore(tmp_path / "run")
+    store.append(record(session_id=1))
+    anyio.run(store.flush)
+    tries = []
+
+    def full_disk(table: object, where: Path) -> None:
+        tries.append(where)
+        Path(where).write_bytes(b"PAR1 half a part")  # what a write cut short leaves
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_module.pq, "write_table", full_disk)
+    store.append(record(session_id=2))
+    store.append(record(session_id=3))
+    with pytest.raises(StoreError) as raised:
+        anyio.run(store.flush)
+    message = str(raised.value)
+    assert len(tries) == store_module.WRITE_TRIES
+    assert "part-000001.parquet: No space left on device (3 tries)" in message
+    assert "the 1 turns written before are kept" in message
+    store.append(record(session_id=4))  # a turn that ends while the run stops
+    assert store.close() is raised.value
+    assert store.rows_written == 1 and store.rows_lost == 3
+    turns = tmp_path / "run" / "turns.parquet"
+    assert [p.name for p in turns.iterdir()] == ["part-000000.parquet"]  # no half part left
+    assert read_turn_table(turns, ["session_id"]).to_pylist() == [{"session_id": 1}]
+
+
+def test_a_line_cut_short_by_a_failed_write_is_taken_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "RETRY_AFTER_S", (0.0, 0.0))
+    store = RunStore(tmp_path)
+    real_write, calls = os.write, []
+
+    def write_half_then_fail(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) == 2:  # the first try writes half the line, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data)[: max(1, len(data) // 2)] if len(calls) == 1 else data)
+
+    monkeypatch.setattr(store_module.os, "write", write_half_then_fail)
+    store.add_protocol_error(3, 1, "event is not valid JSON", "{cut", 4)
+    monkeypatch.undo()
+    lines = (tmp_path / "protocol_errors.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["{cut"]
+    store.close()
+
+
+def test_protocol_errors_file_appears_only_when_one_happens(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "a")
+    store.close()
+    assert not (tmp_path / "a" / "protocol_errors.jsonl").exists()
+    store = RunStore(tmp_path / "b")
+    store.add_protocol_error(0, 2, "breaks the schema", "x" * 4096, 9000)
+    store.close()
+    line = json.loads((tmp_path / "b" / "protocol_errors.jsonl").read_text())
+    assert line["event_chars"] == 9000 and line["truncated"] and line["turn"] == 2
 
 
 def test_failures_are_on_disk_before_close(tmp_path: Path) -> None:

@@ -1,0 +1,98 @@
+"""The OpenAI chat-completion chunk, declared once and decoded and validated in one pass.
+
+Every server event passes through `decode_event` before repro looks at it, so nothing a server
+sends can reach a turn record with a wrong type: an event that breaks the schema is a
+`ProtocolViolation` (the turn's outcome becomes `protocol_error`), never a crash and never
+corruption. Unknown fields are allowed (servers add their own); known ones must have the
+declared type. Counts are bounded so they always fit the int64 columns of turns.parquet.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**53)]  # exact in float64 too (pandas, JSON)
+Index = Annotated[int, msgspec.Meta(ge=0, le=65_535)]
+
+
+class FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(msgspec.Struct):
+    index: Index | None = None
+    id: str | None = None
+    type: str | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(msgspec.Struct):
+    role: str | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+
+
+class Choice(msgspec.Struct):
+    index: Index = 0
+    delta: Delta | None = None
+    finish_reason: str | None = None
+
+
+class PromptTokensDetails(msgspec.Struct):
+    cached_tokens: Count | None = None
+
+
+class Usage(msgspec.Struct):
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+    prompt_tokens_details: PromptTokensDetails | None = None
+
+    @property
+    def cached_tokens(self) -> int | None:
+        details = self.prompt_tokens_details
+        return None if details is None else details.cached_tokens
+
+
+class Chunk(msgspec.Struct):
+    """One `data:` event of a streamed chat completion (or an error event in its place)."""
+
+    choices: list[Choice] | None = None
+    usage: Usage | None = None
+    object: str | None = None
+    # Error events: {"error": {...} | "text"} (OpenAI, SGLang) or {"object": "error", "message": ...}
+    error: Any = None
+    message: Any = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None or self.object == "error"
+
+    def error_text(self) -> str:
+        """The server's own words for an error event, whatever shape they came in."""
+        error = self.error if self.error is not None else self.message
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        return str(error)[:ERROR_TEXT_CHARS]
+
+
+ERROR_TEXT_CHARS = 2000
+_decoder = msgspec.json.Decoder(Chunk)
+
+
+class ProtocolViolation(Exception):
+    """An event that is not a chat-completion chunk; the message says where it broke."""
+
+
+def decode_event(data: str | bytes) -> Chunk:
+    """Parse and validate one event's JSON; raises ProtocolViolation with msgspec's reason."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ProtocolViolation(f"event breaks the chat-completion chunk schema: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ProtocolViolation(f"event is not valid JSON: {exc}") from None

@@ -1,0 +1,113 @@
+"""A hostile OpenAI-compatible server on 127.0.0.1, for fault-injection tests of repro's client.
+
+    python -m tests.e2e.hostile_server PORT BEHAVIOUR [BEHAVIOUR ...]
+
+Request n to /v1/chat/completions gets BEHAVIOUR[n % len]. Raw asyncio, not a framework, so
+it can do what a well-behaved server never does: cut a stream, reset the connection, go
+silent, send bytes that are not an event. Every answer is a one-turn final reply (text,
+no tool call), so each session of `repro run --max-turns 1` is one request.
+
+    good            a well-formed stream: reasoning, the text, finish_reason, usage, [DONE]
+    event:JSON      one good chunk, then this event as is, then [DONE]
+    raw:TEXT        one good chunk, then TEXT as is (\\n escapes allowed), then the end
+    reset           one good chunk, then a TCP reset
+    stall           one good chunk, then silence with the connection open
+    http500         HTTP 500 with a JSON error body
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import sys
+
+ANSWER = "All done."
+
+
+def _event(payload: object) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _chunk(**delta: object) -> bytes:
+    return _event({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+
+
+def _good_tail(max_tokens: int) -> bytes:
+    return (
+        _chunk(content=f"{ANSWER} (max_tokens={max_tokens})")
+        + _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        + _event({"choices": [], "usage": {"prompt_tokens": 900, "completion_tokens": 12}})
+        + b"data: [DONE]\n\n"
+    )
+
+
+def _head(status: str, content_type: str) -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n"
+    ).encode()
+
+
+class Hostile:
+    def __init__(self, behaviours: list[str]) -> None:
+        self.behaviours = behaviours
+        self.requests = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line, *fields = head.decode("latin-1").split("\r\n")
+            length = next(
+                (int(f.split(":", 1)[1]) for f in fields if f.lower().startswith("content-length")),
+                0,
+            )
+            body = await reader.readexactly(length)
+            path = line.split(" ")[1]
+            if path == "/v1/models":
+                writer.write(_head("200 OK", "application/json"))
+                writer.write(json.dumps({"data": [{"id": "hostile"}]}).encode())
+            elif path == "/v1/chat/completions":
+                behaviour = self.behaviours[self.requests % len(self.behaviours)]
+                self.requests += 1
+                await self.chat(behaviour, json.loads(body), writer)
+            else:
+                writer.write(_head("404 Not Found", "text/plain") + b"no")
+            await writer.drain()
+            writer.close()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+
+    async def chat(self, behaviour: str, request: dict, writer: asyncio.StreamWriter) -> None:
+        kind, _, arg = behaviour.partition(":")
+        if kind == "http500":
+            writer.write(_head("500 Internal Server Error", "application/json"))
+            writer.write(b'{"error": {"message": "the hostile server failed on purpose"}}')
+            return
+        writer.write(_head("200 OK", "text/event-stream"))
+        writer.write(_chunk(role="assistant", reasoning_content="Checking."))
+        await writer.drain()
+        if kind == "good":
+            writer.write(_good_tail(request.get("max_tokens", -1)))
+        elif kind == "event":
+            writer.write(f"data: {arg}\n\n".encode() + b"data: [DONE]\n\n")
+        elif kind == "raw":
+            writer.write(arg.replace("\\n", "\n").encode())
+        elif kind == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        elif kind == "stall":
+            await asyncio.sleep(3600)
+        else:
+            raise SystemExit(f"unknown behaviour {behaviour!r}")
+
+
+async def main(port: int, behaviours: list[str]) -> None:
+    server = await asyncio.start_server(Hostile(behaviours).serve, "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]), sys.argv[2:]))
