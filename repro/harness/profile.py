@@ -13,18 +13,22 @@ Its tables:
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
-Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (this checkout),
-`host`, `port` (the role's own), `<role>_port`, `<role>_url`, each named extra port, and `seed`.
+Placeholders follow str.format's rules: `{name}` is filled, `{{` and `}}` are literal braces.
+A name is a setting, `python`, `repro_python`, `profile_dir` (the profile's folder),
+`repo_root` (repro's source checkout, if it runs from one), `host`, `port` (the role's own),
+`<role>_port`, `<role>_url`, each named extra port, or `seed`. docs/profiles.md has it all.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
+import string
 import sys
 import tomllib
 import types
 import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +40,9 @@ from repro.knobs import STORY_DEFAULTS, describe
 SELECTOR_ENGINE = "engine"
 SELECTOR_ALL = "all"
 REQUIRED = "REQUIRED"  # a setting the user must give (e.g. model_path)
+# Filled in per launch. Settings may use these; commands and env also the settings, `port`,
+# `<role>_port`, `<role>_url` and the extra ports.
+SETTING_BUILTINS = ("python", "repro_python", "profile_dir", "repo_root", "host", "seed")
 
 
 class _Strict(BaseModel):
@@ -145,7 +152,59 @@ class Profile(_Strict):
                         )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        self._check_placeholders()
         return self
+
+    def _check_placeholders(self) -> None:
+        """Every template parses and names only what some launch defines, whichever knob
+        values are chosen: a typo fails at load, not in the one configuration that uses it."""
+        ports = {p for role in self.roles.values() for p in role.ports}
+        ports |= {p for c in self._changes() for p in c.ports}
+        roles = {f"{r}_{kind}" for r in self.roles for kind in ("port", "url")}
+        known = {*SETTING_BUILTINS, "port", *ports, *roles, *self.settings}
+        for where, template in self.templates():
+            try:
+                names = placeholders(template, f"'{where}'")
+            except UsageError as exc:
+                raise ValueError(str(exc).removesuffix(".")) from None
+            if where.startswith("settings."):  # settings are filled from the built-ins alone
+                own = where.removeprefix("settings.")  # `python` cannot be made of itself
+                allowed = [n for n in SETTING_BUILTINS if n != own]
+                if unknown := [n for n in names if n not in allowed]:
+                    raise ValueError(
+                        f"'{where}' uses {{{unknown[0]}}}; a setting may use only these "
+                        f"placeholders: {', '.join(allowed)}"
+                    )
+            elif unknown := [n for n in names if n not in known]:
+                raise ValueError(
+                    f"'{where}' uses {{{unknown[0]}}}, which no launch defines; known: "
+                    f"{', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)"
+                )
+
+    def _changes(self) -> Iterator[RoleChange]:
+        for spec in self.knobs.values():
+            for changes in spec.map.values():
+                yield from changes.values()
+
+    def templates(self) -> Iterator[tuple[str, str]]:
+        """Every string that placeholders are filled in, with its key path."""
+        for key, value in self.settings.items():
+            yield f"settings.{key}", value
+        for name, role in self.roles.items():
+            for part in ("prefix", "command"):
+                for i, word in enumerate(getattr(role, part)):
+                    yield f"roles.{name}.{part}[{i}]", word
+            for key, value in role.env.items():
+                yield f"roles.{name}.env.{key}", value
+        for knob, spec in self.knobs.items():
+            for value, changes in spec.map.items():
+                for selector, change in changes.items():
+                    at = f"knobs.{knob}.map.{value}.{selector}"
+                    for part in ("args", "command"):
+                        for i, word in enumerate(getattr(change, part) or ()):
+                            yield f"{at}.{part}[{i}]", word
+                    for key, env_value in change.env.items():
+                        yield f"{at}.env.{key}", env_value
 
     @staticmethod
     def _default_of(knob: str, spec: KnobSpec) -> str:
@@ -204,25 +263,65 @@ class Profile(_Strict):
         return describe(config)
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """A placeholder with no value in this launch; `reason` ends "<where> needs ...".
+
+    Using it is an error that says what to give; leaving it unused is fine."""
+
+    reason: str
 
 
-def fill(template: str, values: dict[str, str], where: str) -> str:
-    """Replace `{name}` placeholders; JSON braces such as `{"a": 1}` are left alone."""
+_FORMATTER = string.Formatter()
 
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in values:
+
+def _parse(template: str, where: str) -> list[tuple[str, str | None]]:
+    """str.format's reading of a template: (literal text, placeholder name or None) pairs."""
+    try:
+        parts = list(_FORMATTER.parse(template))
+    except ValueError as exc:
+        raise UsageError(
+            f"{where} has a lone brace in {template!r} ({exc}); "
+            "write {{ or }} for a literal brace."
+        ) from None
+    for _, name, spec, conversion in parts:
+        if name is not None and (not name.isidentifier() or spec or conversion):
+            field = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise UsageError(
+                f"{where} has {{{field}}} in {template!r}, which is not a placeholder; a "
+                "placeholder is {name}, and {{ and }} write literal braces."
+            )
+    return [(literal, name) for literal, name, _, _ in parts]
+
+
+def placeholders(template: str, where: str) -> list[str]:
+    """The placeholder names a template uses, in order; a malformed one is a UsageError."""
+    return [name for _, name in _parse(template, where) if name is not None]
+
+
+def fill(template: str, values: Mapping[str, str | Missing], where: str) -> str:
+    """Fill `{name}` placeholders as str.format does (`{{` and `}}` are literal braces)."""
+    out = []
+    for literal, name in _parse(template, where):
+        out.append(literal)
+        if name is None:
+            continue
+        value = values.get(name)
+        if value is None:
             known = ", ".join(sorted(values))
             raise UsageError(
                 f"{where} uses the placeholder {{{name}}}, which is not defined; known: {known}."
             )
-        if values[name] == REQUIRED:
-            option = "--model-path M" if name == "model_path" else f"--set {name}=VALUE"
-            raise UsageError(f"{where} needs a value for '{name}'; give it with {option}.")
-        return values[name]
+        if isinstance(value, Missing):
+            raise UsageError(f"{where} {value.reason}.")
+        out.append(value)
+    return "".join(out)
 
-    return _PLACEHOLDER.sub(one, template)
+
+def required(name: str) -> Missing:
+    """A setting the profile leaves to the user (its value is REQUIRED)."""
+    option = "--model-path M" if name == "model_path" else f"--set {name}=VALUE"
+    return Missing(f"needs a value for '{name}'; give it with {option}")
 
 
 def load_profile(path: Path) -> Profile:
@@ -240,8 +339,10 @@ def load_profile(path: Path) -> Profile:
     except ValidationError as exc:
         errors = exc.errors()  # a misspelled key first: it also explains a "missing" one
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        key = ".".join(str(p) for p in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
+        if not key:  # a rule across tables: its message names what it is about
+            raise UsageError(f"Profile {path} is invalid: {message}.") from None
         if first["type"] == "extra_forbidden":  # a misspelled key: say what to write instead
             known = _keys_at(first["loc"][:-1])
             close = difflib.get_close_matches(str(first["loc"][-1]), known, n=1)
