@@ -82,10 +82,10 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     return _plan(profile, spec, config, free_ports)
 
 
-def check_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> None:
+def check_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
     """Everything build_plan checks (settings, placeholders, ports' names), taking no port:
-    for configurations a campaign will launch later."""
-    _plan(profile, spec, config, lambda count: list(range(1, count + 1)))
+    for configurations a campaign will launch later. Its ports are stand-ins (1, 2, ...)."""
+    return _plan(profile, spec, config, lambda count: list(range(1, count + 1)))
 
 
 def check_settings(profile: Profile, settings: Mapping[str, str]) -> None:
