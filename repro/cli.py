@@ -187,6 +187,29 @@ def compare(
         render_comparison(first, second, compare_runs(first, second), console)
 
 
+profile_app = typer.Typer(help="Launch profiles: what one defines.", no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+
+
+@profile_app.command("show")
+def profile_show(
+    profile: o.ProfileOpt = None,
+    backend: o.Backend = o.default("backend"),
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
+) -> None:
+    """A profile's roles (argv template, health URL), knobs (values, defaults, what each value
+    does) and settings (defaults, how to set them). See docs/profiles.md."""
+    from repro.harness.profile import load_profile
+    from repro.harness.profile_view import profile_document, render_profile
+
+    with exit_on_error():
+        loaded = load_profile(o.build_spec(profile=profile, backend=backend).profile_path())
+        if as_json:
+            console.print_json(data=profile_document(loaded))
+        else:
+            render_profile(loaded, console)
+
+
 def _mount_bisect() -> None:
     from repro.bisect.commands import app as bisect_app
 
