@@ -176,15 +176,19 @@ def report(
 def compare(
     a: Annotated[Path, typer.Argument(help="run folder A")],
     b: Annotated[Path, typer.Argument(help="run folder B")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
     """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
-    from repro.results.compare import compare as compare_runs
-    from repro.results.compare import render_comparison
+    from repro.results import compare as comparing
     from repro.results.reading import read_run
 
     with exit_on_error():
         first, second = read_run(a).summary, read_run(b).summary
-        render_comparison(first, second, compare_runs(first, second), console)
+        rows = comparing.compare(first, second)
+        if as_json:
+            console.print_json(data=comparing.comparison_document(first, second, rows))
+        else:
+            console.print(comparing.comparison_table(first, second, rows))
 
 
 profile_app = typer.Typer(help="Launch profiles: what one defines.", no_args_is_help=True)

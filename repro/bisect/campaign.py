@@ -138,6 +138,7 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
                 "config": dict(t.config),
                 "decision": t.result.decision.value,
                 "decided_after_sessions": t.result.sessions,
+                "outcome": t.outcome,
                 "llr": round(t.result.llr, 3),
                 "sessions_corrupted": t.rate.k,
                 "sessions": t.rate.n,
@@ -151,6 +152,20 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
             }
             for t in report.trials
         ],
+    }
+
+
+def matrix_report_json(report: MatrixReport, parquet: Path) -> dict[str, object]:
+    """The `--json` document of a matrix: the design, one row per cell (as in the parquet
+    file), and the counts of trials and sessions."""
+    return {
+        "design": report.design,
+        "factors": {k: list(v) for k, v in report.factors.items()},
+        "cells": report.rows(),
+        "trials": len(report.trials),
+        "sessions": report.sessions,
+        "wall_s": round(report.wall_s, 1),
+        "parquet": str(parquet),
     }
 
 
