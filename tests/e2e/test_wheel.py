@@ -8,50 +8,33 @@ this checkout. The venv borrows this interpreter's site-packages for the depende
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+from tests.e2e.conftest import fresh_venv, outside_env
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with the wheel built from this checkout installed; returns its bin folder."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"  # built from a copy: setuptools writes build/ beside the sources
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source)
-    shutil.copytree(REPO / "repro", source / "repro", ignore=shutil.ignore_patterns("__pycache__"))
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-    run = {"check": True, "capture_output": True, "text": True, "timeout": 120}
+def installed(repro_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel installed; returns its bin folder."""
+    bin_dir = fresh_venv(tmp_path_factory.mktemp("venv") / "venv")
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", work / "dist", source], **run
-    )
-    [wheel] = (work / "dist").glob("repro-*.whl")
-    venv = work / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], **run
-    )
-    python = venv / "bin" / "python"
-    subprocess.run([*pip, "--python", python, "install", "--no-deps", "--no-index", wheel], **run)
-    return venv / "bin"
+        [bin_dir / "python", "-m", "pip", "install", "--no-deps", repro_wheel],
+        env=outside_env(bin_dir), check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return bin_dir
 
 
 def elsewhere(bin_dir: Path, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The venv's `repro` in `folder`, with nothing pointing back at this checkout."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env |= {"COLUMNS": "200", "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"}
     return subprocess.run(
-        [bin_dir / "repro", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120
-    )
+        [bin_dir / "repro", *args], cwd=folder, env=outside_env(bin_dir),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
 
 
 def test_the_wheel_runs_from_another_folder(installed: Path, tmp_path: Path) -> None:
@@ -59,7 +42,7 @@ def test_the_wheel_runs_from_another_folder(installed: Path, tmp_path: Path) -> 
     where = subprocess.run(
         [python, "-c", "import repro; print(repro.__file__)"],
         cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        env=outside_env(installed),
         capture_output=True,
         text=True,
         check=True,
