@@ -155,13 +155,18 @@ class Profile(_Strict):
         self._check_placeholders()
         return self
 
+    def placeholder_names(self) -> list[str]:
+        """Every name some launch of this profile defines: the built-ins, `port`, each role's
+        port and URL, every extra port (of a role or a knob's change), every setting."""
+        ports = [p for role in self.roles.values() for p in role.ports]
+        ports += [p for c in self._changes() for p in c.ports]
+        roles = [f"{r}_{kind}" for r in self.roles for kind in ("port", "url")]
+        return list(dict.fromkeys([*SETTING_BUILTINS, "port", *roles, *ports, *self.settings]))
+
     def _check_placeholders(self) -> None:
         """Every template parses and names only what some launch defines, whichever knob
         values are chosen: a typo fails at load, not in the one configuration that uses it."""
-        ports = {p for role in self.roles.values() for p in role.ports}
-        ports |= {p for c in self._changes() for p in c.ports}
-        roles = {f"{r}_{kind}" for r in self.roles for kind in ("port", "url")}
-        known = {*SETTING_BUILTINS, "port", *ports, *roles, *self.settings}
+        known = set(self.placeholder_names())
         for where, template in self.templates():
             try:
                 names = placeholders(template, f"'{where}'")
@@ -209,6 +214,15 @@ class Profile(_Strict):
     @staticmethod
     def _default_of(knob: str, spec: KnobSpec) -> str:
         return spec.default or STORY_DEFAULTS.get(knob) or spec.values[0]
+
+    def default_rule(self, knob: str) -> str:
+        """Which rule gave a knob its default (see _default_of and defaults()): "profile",
+        "story" or "first value"."""
+        if knob == "topology":
+            return "story" if STORY_DEFAULTS["topology"] in self.topologies else "first value"
+        if self.knobs[knob].default:
+            return "profile"
+        return "story" if knob in STORY_DEFAULTS else "first value"
 
     # -- knobs -----------------------------------------------------------------------------
 

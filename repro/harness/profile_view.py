@@ -12,8 +12,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from repro.harness.plan import HOST
-from repro.harness.profile import REQUIRED, SETTING_BUILTINS, Profile, RoleChange
-from repro.knobs import STORY_DEFAULTS
+from repro.harness.profile import REQUIRED, Profile, RoleChange
 
 # How the option that overrides a setting is spelled, where it is not `--set NAME=VALUE`.
 _SETTING_OPTIONS = {"model_path": "--model-path", "python": "--server-python"}
@@ -27,9 +26,7 @@ def profile_document(profile: Profile) -> dict[str, Any]:
         "topology": {
             "values": list(profile.topologies),
             "default": defaults["topology"],
-            "default_from": "story"
-            if defaults["topology"] == STORY_DEFAULTS["topology"]
-            else "first value",
+            "default_from": profile.default_rule("topology"),
             "description": "which roles run: [topologies] in the profile",
             "map": {
                 name: {"roles": list(t.roles), "entry": t.entry}
@@ -42,7 +39,7 @@ def profile_document(profile: Profile) -> dict[str, Any]:
         knobs[name] = {
             "values": list(spec.values),
             "default": defaults[name],
-            "default_from": _default_from(name, spec.default),
+            "default_from": profile.default_rule(name),
             "description": spec.description,
             "map": {
                 value: {selector: _change(c) for selector, c in changes.items()}
@@ -50,16 +47,6 @@ def profile_document(profile: Profile) -> dict[str, Any]:
             },
             "unmapped": spec.unmapped.model_dump() if spec.unmapped else None,
         }
-    extra_ports = sorted(
-        {p for r in profile.roles.values() for p in r.ports}
-        | {
-            p
-            for s in profile.knobs.values()
-            for m in s.map.values()
-            for c in m.values()
-            for p in c.ports
-        }
-    )
     return {
         "profile": str(profile.source) if profile.source else None,
         "engine": profile.engine.model_dump(),
@@ -86,25 +73,8 @@ def profile_document(profile: Profile) -> dict[str, Any]:
             }
             for name, value in profile.settings.items()
         },
-        "placeholders": list(
-            dict.fromkeys(
-                [
-                    *SETTING_BUILTINS,
-                    "port",
-                    *(f"{r}_{kind}" for r in profile.roles for kind in ("port", "url")),
-                    *extra_ports,
-                    *profile.settings,
-                ]
-            )
-        ),
+        "placeholders": profile.placeholder_names(),
     }
-
-
-def _default_from(knob: str, declared: str | None) -> str:
-    """The default-value rule: the profile's `default`, else the story's, else the first."""
-    if declared:
-        return "profile"
-    return "story" if knob in STORY_DEFAULTS else "first value"
 
 
 def _change(change: RoleChange) -> dict[str, Any]:
