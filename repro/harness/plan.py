@@ -10,17 +10,8 @@ from pathlib import Path
 
 import repro
 from repro.errors import UsageError
-from repro.harness.profile import (
-    REQUIRED,
-    SELECTOR_ALL,
-    SELECTOR_ENGINE,
-    Missing,
-    Profile,
-    RoleChange,
-    fill,
-    placeholders,
-    required,
-)
+from repro.harness.placeholders import REQUIRED, Missing, fill, placeholders, required
+from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange
 from repro.ports import free_ports, require_free
 from repro.spec import RunSpec
 

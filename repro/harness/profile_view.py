@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from repro.harness.placeholders import REQUIRED
 from repro.harness.plan import HOST
-from repro.harness.profile import REQUIRED, Profile, RoleChange
+from repro.harness.profile import Profile, RoleChange
 
 # How the option that overrides a setting is spelled, where it is not `--set NAME=VALUE`.
 _SETTING_OPTIONS = {"model_path": "--model-path", "python": "--server-python"}

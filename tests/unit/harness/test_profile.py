@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
-from repro.harness.profile import Missing, fill, load_profile, required
+from repro.harness.placeholders import Missing, fill, required
+from repro.harness.profile import load_profile
 from repro.knobs import STORY_DEFAULTS
 
 MINIMAL = """
