@@ -47,34 +47,49 @@ Html = Annotated[
 ]
 
 
-def _run(spec: RunSpec, out: Path | None) -> RunSummary:
+AsJson = Annotated[
+    bool,
+    typer.Option("--json", help="print the summary as JSON on stdout (progress goes to stderr)"),
+]
+
+
+def _run(spec: RunSpec, out: Path | None, as_json: bool = False) -> RunSummary:
     from repro.harness.progress import Progress
     from repro.harness.run import Interrupted, run
     from repro.results.report import render_summary
 
+    def show(summary: RunSummary) -> None:
+        if not as_json:  # with --json, the caller prints the document
+            render_summary(summary, Path(summary.run_dir), console)
+
     try:
-        with Progress(console, "repro run") as progress:
+        with Progress(errors if as_json else console, "repro run") as progress:
             summary = run(spec, out, progress)
     except Interrupted as stop:
         if stop.summary is not None:
-            render_summary(stop.summary, Path(stop.summary.run_dir), console)
+            show(stop.summary)
         errors.print(
             "interrupted: the run folder holds every turn finished before the interruption"
         )
         raise typer.Exit(stop.exit_code) from None
-    render_summary(summary, Path(summary.run_dir), console)
+    show(summary)
     return summary
 
 
 @app.command()
 @o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
-def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> None:
+def run(
+    options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False, as_json: AsJson = False
+) -> None:
     """Launch the engine in one configuration, drive agent sessions, and score corruption."""
     with exit_on_error():
         spec = o.build_spec(**options)
         if not dry_run:
-            if (wedge := _run(spec, out).wedge) is not None:  # README: a wedged engine is exit 2
-                raise EngineError(f"Wedged: {wedge}.")
+            summary = _run(spec, out, as_json)
+            if as_json:
+                console.print_json(data=summary.to_dict())
+            if summary.wedge is not None:  # README: a wedged engine is exit 2
+                raise EngineError(f"Wedged: {summary.wedge}.")
             return
         from repro.harness.dry_run import render_plan
         from repro.harness.run import resolve
@@ -94,6 +109,7 @@ def gate(
     max_corruption: MaxCorruption = "0",
     junit: Junit = None,
     out: o.Out = None,
+    as_json: AsJson = False,
 ) -> None:
     """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 when the run cannot
     vouch (engine error, wedge, failed turns, no turn judged)."""
@@ -104,11 +120,15 @@ def gate(
         threshold = Threshold.parse(max_corruption)
         if junit is not None:
             check_output_file("--junit", junit)
-        summary = _run(o.build_spec(**options), out)
+        summary = _run(o.build_spec(**options), out, as_json)
         verdict = decide(summary, threshold)
         if junit is not None:
             write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
-        (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
+        if as_json:
+            verdict_doc = {"exit_code": verdict.exit_code, "message": verdict.message}
+            console.print_json(data={"verdict": verdict_doc, "summary": summary.to_dict()})
+        else:
+            (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
         raise typer.Exit(verdict.exit_code)
 
 
@@ -176,15 +196,42 @@ def report(
 def compare(
     a: Annotated[Path, typer.Argument(help="run folder A")],
     b: Annotated[Path, typer.Argument(help="run folder B")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
     """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
-    from repro.results.compare import compare as compare_runs
-    from repro.results.compare import render_comparison
+    from repro.results import compare as comparing
     from repro.results.reading import read_run
 
     with exit_on_error():
         first, second = read_run(a).summary, read_run(b).summary
-        render_comparison(first, second, compare_runs(first, second), console)
+        rows = comparing.compare(first, second)
+        if as_json:
+            console.print_json(data=comparing.comparison_document(first, second, rows))
+        else:
+            console.print(comparing.comparison_table(first, second, rows))
+
+
+profile_app = typer.Typer(help="Launch profiles: what one defines.", no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+
+
+@profile_app.command("show")
+def profile_show(
+    profile: o.ProfileOpt = None,
+    backend: o.Backend = o.default("backend"),
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
+) -> None:
+    """A profile's roles (argv template, health URL), knobs (values, defaults, what each value
+    does) and settings (defaults, how to set them). See docs/profiles.md."""
+    from repro.harness.profile import load_profile
+    from repro.harness.profile_view import profile_document, render_profile
+
+    with exit_on_error():
+        loaded = load_profile(o.build_spec(profile=profile, backend=backend).profile_path())
+        if as_json:
+            console.print_json(data=profile_document(loaded))
+        else:
+            render_profile(loaded, console)
 
 
 def _mount_bisect() -> None:

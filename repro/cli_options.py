@@ -25,7 +25,9 @@ from repro.spec import MAX_OUTPUT_TOKENS_LIMIT, RunSpec
 
 RUN = "Run"
 ENGINE = "Engine"
-KNOBS = "Configuration knobs"
+# A profile defines its own knobs, values and defaults; these options are the story's common
+# ones, so the panel says where the rest are listed.
+KNOBS = "Knobs: the story's common ones; `repro profile show` lists every knob of a profile"
 
 
 def _field(name: str) -> Any:
@@ -39,7 +41,7 @@ def _opt(flag: str, field: str, panel: str = RUN, **kwargs: Any) -> Any:
 def _knob(flag: str, knob: str, values: str) -> Any:
     return typer.Option(
         flag,
-        help=f"{values} (default {STORY_DEFAULTS[knob]})",
+        help=f"{values} (story default {STORY_DEFAULTS[knob]}; a profile may differ)",
         rich_help_panel=KNOBS,
         show_default=False,
     )
@@ -80,7 +82,7 @@ Settings = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
-        help="profile setting KEY=VALUE (repeatable)",
+        help="profile setting KEY=VALUE (repeatable); `repro profile show` lists them",
         rich_help_panel=ENGINE,
         show_default=False,
     ),
@@ -114,14 +116,17 @@ CudaGraph = Annotated[
 Router = Annotated[
     str | None,
     typer.Option(
-        "--router", help="repro | sglang: which PD router fronts the workers", rich_help_panel=KNOBS
+        "--router",
+        help="repro | sglang: which PD router fronts the embedded engine's workers",
+        rich_help_panel=KNOBS,
     ),
 ]
 Knob = Annotated[
     list[str] | None,
     typer.Option(
         "--knob",
-        help="any knob the profile defines, NAME=VALUE (repeatable)",
+        help="any knob the profile defines, NAME=VALUE (repeatable); `repro profile show` "
+        "lists them with their values and defaults",
         rich_help_panel=KNOBS,
     ),
 ]

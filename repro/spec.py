@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from repro.errors import UsageError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
 MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small

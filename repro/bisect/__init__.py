@@ -11,6 +11,7 @@ from repro.bisect.campaign import (
     bisect_flags,
     bisect_matrix,
     flag_report_json,
+    matrix_report_json,
 )
 from repro.bisect.classify import KnobClass
 from repro.bisect.flags import FlagReport
@@ -29,5 +30,6 @@ __all__ = [
     "bisect_flags",
     "bisect_matrix",
     "flag_report_json",
+    "matrix_report_json",
     "run_sprt",
 ]

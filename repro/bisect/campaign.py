@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from repro.bisect.cache import TrialCache
-from repro.bisect.flags import FlagReport, search_flags
-from repro.bisect.matrix import MatrixReport, run_matrix
+from repro.bisect.flags import FlagReport, differing_knobs, search_flags
+from repro.bisect.matrix import MatrixReport, design_cells, run_matrix
 from repro.bisect.oracle import Oracle
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
@@ -79,12 +79,18 @@ def bisect_flags(
     campaign: FlagCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
 ) -> FlagReport:
     """Find the conjunction of knobs that makes `good` corrupt like `bad`."""
+    engine = oracle or _harness_oracle(campaign.run)
+    bad, good = campaign.run.knobs | campaign.bad, campaign.run.knobs | campaign.good
+    # Every check that can fail is done now, before the cache folder or a wave.
+    engine.resolve(campaign.run.knobs)  # a shared knob both sides override is still checked
+    full_bad, full_good = engine.resolve(bad), engine.resolve(good)
+    differing_knobs(full_bad, full_good)
+    engine.check(launch_cover(full_bad, full_good))
 
     async def search(runner: TrialRunner) -> FlagReport:
-        base = campaign.run.knobs
-        return await search_flags(runner, base | campaign.bad, base | campaign.good)
+        return await search_flags(runner, bad, good)
 
-    report = _run(campaign, search, oracle, progress)
+    report = _run(campaign, engine, search, progress)
     _write_json(campaign.folder / f"flags-{campaign.digest()}.json", flag_report_json(report))
     return report
 
@@ -93,14 +99,27 @@ def bisect_matrix(
     campaign: MatrixCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
 ) -> tuple[MatrixReport, Path]:
     """Measure every cell of the design; returns the report and its parquet file."""
+    engine = oracle or _harness_oracle(campaign.run)
+    factors = {k: list(v) for k, v in campaign.factors.items()}
+    cells = design_cells(factors, campaign.fraction)
+    engine.check([engine.resolve(campaign.run.knobs | levels) for levels in cells])
 
     async def measure(runner: TrialRunner) -> MatrixReport:
-        factors = {k: list(v) for k, v in campaign.factors.items()}
         return await run_matrix(runner, campaign.run.knobs, factors, fraction=campaign.fraction)
 
-    report = _run(campaign, measure, oracle, progress)
+    report = _run(campaign, engine, measure, progress)
     path = report.write_parquet(campaign.folder / f"matrix-{campaign.digest()}.parquet")
     return report, path
+
+
+def launch_cover(bad: Mapping[str, str], good: Mapping[str, str]) -> list[dict[str, str]]:
+    """Configurations whose launch checks cover any mix of bad's and good's values a search
+    may measure: what a knob value adds is filled in per role, and the roles are the
+    topology's, so each side's values are checked under each side's topology."""
+    configs = [dict(bad), dict(good)]
+    if bad.get("topology") != good.get("topology"):
+        configs += [{**bad, "topology": good["topology"]}, {**good, "topology": bad["topology"]}]
+    return configs
 
 
 def flag_report_json(report: FlagReport) -> dict[str, object]:
@@ -119,6 +138,7 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
                 "config": dict(t.config),
                 "decision": t.result.decision.value,
                 "decided_after_sessions": t.result.sessions,
+                "outcome": t.outcome,
                 "llr": round(t.result.llr, 3),
                 "sessions_corrupted": t.rate.k,
                 "sessions": t.rate.n,
@@ -135,16 +155,29 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
     }
 
 
+def matrix_report_json(report: MatrixReport, parquet: Path) -> dict[str, object]:
+    """The `--json` document of a matrix: the design, one row per cell (as in the parquet
+    file), and the counts of trials and sessions."""
+    return {
+        "design": report.design,
+        "factors": {k: list(v) for k, v in report.factors.items()},
+        "cells": report.rows(),
+        "trials": len(report.trials),
+        "sessions": report.sessions,
+        "wall_s": round(report.wall_s, 1),
+        "parquet": str(parquet),
+    }
+
+
 def _run(
     campaign: _Campaign,
+    engine: Oracle,
     body: Callable[[TrialRunner], Awaitable[Report]],
-    oracle: Oracle | None,
     progress: Progress | None,
 ) -> Report:
     import anyio
 
     async def main() -> Report:
-        engine = oracle or _harness_oracle(campaign.run)
         runner = TrialRunner(
             engine,
             TrialCache(campaign.folder / "cache"),

@@ -22,6 +22,7 @@ from repro.bisect.campaign import (
     bisect_flags,
     bisect_matrix,
     flag_report_json,
+    matrix_report_json,
 )
 from repro.bisect.sprt import SprtSettings
 from repro.cli_options import console, errors
@@ -135,6 +136,7 @@ def matrix(
     fraction: Annotated[
         bool, typer.Option("--fraction", help="a resolution-IV fraction instead of every cell")
     ] = False,
+    json_out: JsonOut = False,
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
 ) -> None:
@@ -153,7 +155,10 @@ def matrix(
         report, parquet = _with_progress(
             lambda progress: bisect_matrix(campaign, progress=progress)
         )
-        render_matrix(report, parquet, console)
+        if json_out:
+            console.print_json(json.dumps(matrix_report_json(report, parquet)))
+        else:
+            render_matrix(report, parquet, console)
 
 
 def _with_progress(call: Any) -> Any:

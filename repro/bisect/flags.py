@@ -51,12 +51,7 @@ async def search_flags(
 ) -> FlagReport:
     """Run the whole search; raises UsageError when the endpoints do not bracket a failure."""
     bad_config, good_config = runner.oracle.resolve(bad), runner.oracle.resolve(good)
-    differing = tuple(k for k in bad_config if bad_config[k] != good_config[k])
-    if not differing:
-        raise UsageError(
-            f"--bad and --good resolve to the same configuration ({describe(bad_config)}); "
-            "give them at least one knob with different values."
-        )
+    differing = differing_knobs(bad_config, good_config)
     bad_trial = await runner.measure("bad", bad_config)
     _require(bad_trial, Decision.CORRUPTING, "bad", runner)
     good_trial = await runner.measure("good", good_config)
@@ -66,6 +61,17 @@ async def search_flags(
         note = f"{len(differing)} knobs differ (more than {KNOCKOUT_MAX_KNOBS}): ddmin."
         return await search.by_ddmin((note,))
     return await search.by_knockout()
+
+
+def differing_knobs(bad: Mapping[str, str], good: Mapping[str, str]) -> tuple[str, ...]:
+    """The knobs whose values differ; none is a UsageError (there is nothing to search)."""
+    differing = tuple(k for k in bad if bad[k] != good[k])
+    if not differing:
+        raise UsageError(
+            f"--bad and --good resolve to the same configuration ({describe(bad)}); "
+            "give them at least one knob with different values."
+        )
+    return differing
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,12 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
-from repro.errors import EngineError
+from repro.errors import EngineError, UsageError
+from repro.harness.plan import check_plan
 from repro.harness.profile import Profile, load_profile
 from repro.spec import RunSpec
 
@@ -52,8 +53,9 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
 
 
 class HarnessOracle:
-    def __init__(self, profile: Profile, profile_bytes: bytes) -> None:
+    def __init__(self, profile: Profile, profile_bytes: bytes, spec: RunSpec) -> None:
         self.profile = profile
+        self.spec = spec  # the campaign's: its settings, seed and port reach every launch
         self._digest = hashlib.sha256(profile_bytes).hexdigest()[:12]
         self._stack: contextlib.AsyncExitStack | None = None
         self._key: str | None = None
@@ -64,7 +66,7 @@ class HarnessOracle:
     def for_spec(cls, spec: RunSpec) -> HarnessOracle:
         path = spec.profile_path()
         profile = load_profile(path)  # raises UsageError naming the file and key
-        return cls(profile, Path(path).read_bytes())
+        return cls(profile, Path(path).read_bytes(), spec)
 
     def identity(self) -> str:
         # The profile's bytes too: two profiles may name the same engine version but map
@@ -76,6 +78,17 @@ class HarnessOracle:
 
     def resolve(self, requested: Mapping[str, str]) -> dict[str, str]:
         return self.profile.resolve_knobs(dict(requested))
+
+    def check(self, configs: Sequence[Mapping[str, str]]) -> None:
+        plans = [check_plan(self.profile, self.spec, dict(c)) for c in configs]
+        if any(self.profile.roles[r.name].preflight for plan in plans for r in plan.roles):
+            from repro.harness.preflight import check_plans
+
+            # One probe per interpreter for every plan: a bad flag that only a later trial
+            # would launch fails now, not hours into the campaign.
+            for report in check_plans(plans, self.profile):
+                if not report.ok:
+                    raise UsageError(report.failure_message())
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
         from repro.harness.run import drive

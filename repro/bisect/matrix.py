@@ -26,7 +26,8 @@ class MatrixReport(SpentOnTrials):
     trials: tuple[Trial, ...]
 
     def rows(self) -> list[dict[str, object]]:
-        """One flat row per cell: the factors' values, then the decision and the rate."""
+        """One flat row per cell: the factors' values, then the decision (the SPRT's; `outcome`
+        says "stopped: settled" where the search no longer needed one) and the rate."""
         rows = []
         for cell in self.cells:
             rate, result = cell.trial.rate, cell.trial.result
@@ -34,6 +35,7 @@ class MatrixReport(SpentOnTrials):
                 {
                     **cell.levels,
                     "decision": result.decision.value,
+                    "outcome": cell.trial.outcome,
                     "sessions_corrupted": rate.k,
                     "sessions": rate.n,
                     "rate": rate.value,

@@ -5,7 +5,7 @@ The real one drives the harness (harness_oracle.py); unit tests pass a seeded fa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +25,11 @@ class Oracle(Protocol):
 
         Raises UsageError on an unknown knob or value.
         """
+        ...
+
+    def check(self, configs: Sequence[Mapping[str, str]]) -> None:
+        """Everything about launching these full configurations that can fail before a wave
+        starts (settings, placeholders, the engine's own flag parser); raises UsageError."""
         ...
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:

@@ -50,7 +50,7 @@ class LiveProgress:
 def render_state(state: CampaignState) -> Group:
     table = Table(title="decisions so far", title_justify="left", expand=False)
     for column in ("trial", "decision", "corrupted"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow terminal wraps, never cuts
     for label, decision, corrupted, sessions in state.decisions[-12:]:
         table.add_row(label, decision, f"{corrupted}/{sessions}")
     parts: list[object] = [Text(_header(state), style="bold")]

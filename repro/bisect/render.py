@@ -1,4 +1,7 @@
-"""Terminal output for campaigns: the culprit and classes, the trial table, the matrix."""
+"""Terminal output for campaigns: the culprit and classes, the trial table, the matrix.
+
+Every table folds rather than cuts: at 80 columns (a CI log) each value is still whole.
+"""
 
 from __future__ import annotations
 
@@ -14,25 +17,59 @@ from repro.bisect.matrix import MatrixReport
 from repro.bisect.trial import Trial
 
 
-def trial_table(trials: Sequence[Trial], title: str = "trials") -> Table:
-    """One row per trial: the SPRT's decision (and after how many sessions), then the rate
-    over every session run, which may go on past the decision to the end of its wave."""
+def folding_table(title: str, *columns: str, right: Sequence[str] = ()) -> Table:
+    """A table whose cells wrap at spaces and fold inside a long word, never cut with '…'."""
     table = Table(title=title, title_justify="left")
-    table.add_column("trial", overflow="fold", min_width=14)
-    table.add_column("decision", no_wrap=True)
-    table.add_column("at", justify="right", no_wrap=True)
-    table.add_column("LLR", justify="right", no_wrap=True)
-    table.add_column("rate [95% CI]", justify="right", no_wrap=True)
-    table.add_column("min", justify="right", no_wrap=True)
+    for name in columns:
+        table.add_column(name, overflow="fold", justify="right" if name in right else "left")
+    return table
+
+
+def decision(trial: Trial) -> str:
+    """The SPRT's decision with the session count it was made at ("CLEAN at 115"), kept apart
+    from the sessions run; "stopped: settled" or UNKNOWN when it did not decide."""
+    if trial.result.decided:
+        return f"{trial.outcome} at {trial.result.sessions}"
+    return trial.outcome
+
+
+def rate_text(trial: Trial) -> str:
+    rate = trial.rate
+    return f"{rate.k}/{rate.n} {rate.value:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
+
+
+def trial_table(trials: Sequence[Trial], title: str = "trials") -> Table:
+    """One row per trial: the SPRT's decision and the session count it was made at, then
+    every session run (a wave goes on past the decision) and the rate over all of them."""
+    table = folding_table(
+        title, "trial", "decision", "LLR", "sessions run", "corrupted, rate [95% CI]", "min",
+        right=("LLR", "sessions run", "min"),
+    )  # fmt: skip
     for t in trials:
-        rate = t.rate
         table.add_row(
             t.label,
-            t.result.decision.value,
-            str(t.result.sessions),
+            decision(t),
             f"{t.result.llr:+.2f}",
-            f"{rate.k}/{rate.n} {rate.value:.1%} [{rate.low:.1%}, {rate.high:.1%}]",
+            str(t.sessions_run),
+            rate_text(t),
             f"{t.evidence.wall_s / 60:.1f}",
+        )
+    return table
+
+
+def classes_table(report: FlagReport) -> Table:
+    table = folding_table(
+        "knobs that differ", "knob", "bad → good", "class", "rate with it reverted",
+        "Fisher p (lower)",
+    )  # fmt: skip
+    for knob in report.differing:
+        reverted = report.knockouts.get(knob)
+        table.add_row(
+            knob,
+            f"{report.bad.config[knob]} → {report.good.config[knob]}",
+            report.classes[knob].value,
+            f"{reverted.rate}" if reverted else "—",
+            f"{lowered_p(reverted.evidence, report.reference):.2g}" if reverted else "—",
         )
     return table
 
@@ -40,27 +77,12 @@ def trial_table(trials: Sequence[Trial], title: str = "trials") -> Table:
 def render_flag_report(report: FlagReport, console: Console) -> None:
     culprit = " + ".join(f"{k}={v}" for k, v in report.culprit.items()) or "(none found)"
     console.print(f"[bold]culprit:[/] {culprit}   (by {report.method})")
-    classes = Table(title="knobs that differ", title_justify="left")
-    for name in ("knob", "bad → good", "class", "rate with it reverted", "Fisher p (lower)"):
-        classes.add_column(name)
-    reference = report.reference
-    for knob in report.differing:
-        reverted = report.knockouts.get(knob)
-        rate = f"{reverted.rate}" if reverted else "—"
-        p = f"{lowered_p(reverted.evidence, reference):.2g}" if reverted else "—"
-        classes.add_row(
-            knob,
-            f"{report.bad.config[knob]} → {report.good.config[knob]}",
-            report.classes[knob].value,
-            rate,
-            p,
-        )
     console.print(f"bad: {report.bad.rate}   good: {report.good.rate}")
     console.print(
-        f"reference for 'lower' (bad + knock-outs found irrelevant): {reference.rate()}",
+        f"reference for 'lower' (bad + knock-outs found irrelevant): {report.reference.rate()}",
         soft_wrap=True,
     )
-    console.print(classes)
+    console.print(classes_table(report))
     console.print(trial_table(report.trials))
     for note in (*report.notes, *_extended_after_classing(report)):
         console.print(f"note: {note}", soft_wrap=True)
@@ -82,24 +104,25 @@ def _extended_after_classing(report: FlagReport) -> list[str]:
     return notes
 
 
-def render_matrix(report: MatrixReport, parquet: Path, console: Console) -> None:
-    table = Table(title=f"{report.design}: {len(report.cells)} cells", title_justify="left")
-    for factor in report.factors:
-        table.add_column(factor)
-    for name in ("decision", "corrupted", "rate", "95% CI", "sessions run"):
-        table.add_column(name, justify="right")
+def matrix_table(report: MatrixReport) -> Table:
+    table = folding_table(
+        f"{report.design}: {len(report.cells)} cells",
+        *report.factors, "decision", "sessions run", "corrupted, rate [95% CI]",
+        right=("sessions run",),
+    )  # fmt: skip
     for cell in report.cells:
-        rate = cell.trial.rate
         table.add_row(
             *cell.levels.values(),
-            cell.trial.result.decision.value,
-            f"{rate.k}/{rate.n}",
-            f"{rate.value:.1%}",
-            f"[{rate.low:.1%}, {rate.high:.1%}]",
+            decision(cell.trial),
             str(cell.trial.sessions_run),
+            rate_text(cell.trial),
         )
-    console.print(table)
-    console.print(f"cells written to {parquet}")
+    return table
+
+
+def render_matrix(report: MatrixReport, parquet: Path, console: Console) -> None:
+    console.print(matrix_table(report))
+    console.print(f"cells written to {parquet}", soft_wrap=True)
     _totals(console, report.trials, report.sessions, report.wall_s)
 
 

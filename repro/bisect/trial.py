@@ -21,6 +21,9 @@ from repro.bisect.sprt import SprtResult, SprtSettings
 from repro.results.stats import Rate
 from repro.spec import RunSpec
 
+# A trial the search stopped because its question was answered before the SPRT decided.
+STOPPED_SETTLED = "stopped: settled"
+
 
 @dataclass(frozen=True, slots=True)
 class Trial:
@@ -32,6 +35,16 @@ class Trial:
     result: SprtResult
     cached_sessions: int  # sessions that were already in the cache when this run began
     digest: str
+    settled: bool = False  # the campaign's question of it was answered when it stopped
+
+    @property
+    def outcome(self) -> str:
+        """What a table says of it: the SPRT's decision; "stopped: settled" when the search
+        stopped it because its question was answered before the SPRT decided; UNKNOWN when
+        the cap came first (no bound crossed, as the docs define it)."""
+        if self.result.decided:
+            return self.result.decision.value
+        return STOPPED_SETTLED if self.settled else self.result.decision.value
 
     @property
     def rate(self) -> Rate:
@@ -119,14 +132,14 @@ class TrialRunner:
         known = self.trials.get(digest)
         cached = known.cached_sessions if known else evidence.sessions_run
         question = settled or (lambda ev: ev.sprt(self.settings).decided)
-        trial = self._record(label, config, evidence, cached, digest, known)
-        while not question(evidence) and not self.at_cap(evidence):
+        trial = self._record(label, config, evidence, cached, digest, known, question(evidence))
+        while not trial.settled and not self.at_cap(evidence):
             self._show(trial, running=True)
             wave_dir = _fresh(self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}")
             wave = await self.oracle.run_wave(spec, wave_dir, evidence.next_session_id)
             evidence = evidence.with_wave(wave)
             self.cache.save(key, evidence)
-            trial = self._record(label, config, evidence, cached, digest, known)
+            trial = self._record(label, config, evidence, cached, digest, known, question(evidence))
         self._show(None, running=False)
         return trial
 
@@ -138,10 +151,12 @@ class TrialRunner:
         cached: int,
         digest: str,
         known: Trial | None,
+        settled: bool,
     ) -> Trial:
         # A configuration met again (ddmin revisits; good + set == bad) keeps its first label.
         name = known.label if known else label
-        trial = Trial(name, config, evidence, evidence.sprt(self.settings), cached, digest)
+        result = evidence.sprt(self.settings)
+        trial = Trial(name, config, evidence, result, cached, digest, settled)
         self.trials[digest] = trial
         return trial
 
@@ -155,7 +170,7 @@ class TrialRunner:
                 current_corrupted=current.evidence.corrupted if current else 0,
                 wave_running=running,
                 decisions=tuple(
-                    (t.label, t.result.decision.value, t.evidence.corrupted, t.evidence.sessions)
+                    (t.label, t.outcome, t.evidence.corrupted, t.evidence.sessions)
                     for t in self.trials.values()
                     if t is not current
                 ),

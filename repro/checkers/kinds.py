@@ -34,7 +34,7 @@ The table below is also in docs/checkers.md; a test keeps both equal to `MEANING
 | `replacement_char` | text | U+FFFD REPLACEMENT CHARACTER: bytes that failed to decode. |
 | `mojibake` | text | UTF-8 read as Latin-1 or cp1252, e.g. `Ã©` for `é`, `â€™` for `’`. |
 | `invalid_char` | text | NUL, a C1 control character (U+0080 to U+009F) or a lone surrogate. |
-| `runaway_repetition` | text | At least 512 characters that repeat one unit of at most 512 characters 8 or more times. |
+| `runaway_repetition` | text | At least 512 characters that repeat one unit of at most 512 characters 8 or more times; or a word's unit of at most 5 characters repeated 100 times over at least 160 characters (a short-period loop). |
 | `empty_turn` | turn | No content (besides whitespace) and no tool call. |
 """
 

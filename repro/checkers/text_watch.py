@@ -95,8 +95,9 @@ class TextWatch:
             found.append(Defect(kind, offset, message, field))
         run = self._repetition.run
         if run is not None:
+            shown = f" ({run.unit!r})" if run.unit else ""
             message = (
-                f"runaway repetition: a {run.period_chars}-character unit repeats "
+                f"runaway repetition: a {run.period_chars}-character unit{shown} repeats "
                 f"{run.repeats} times"
             )
             found.append(Defect(Kind.RUNAWAY_REPETITION, run.offset, message, field))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
+import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import repro
 from repro.errors import UsageError
-from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange, fill
+from repro.harness.placeholders import REQUIRED, Missing, fill, placeholders, required
+from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange
 from repro.ports import free_ports, require_free
-from repro.spec import REPO_ROOT, RunSpec
+from repro.spec import RunSpec
 
 HOST = "127.0.0.1"
 
@@ -63,6 +68,93 @@ def _changes_for(profile: Profile, config: dict[str, str], role: str) -> list[Ro
 
 def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
     """Allocate ports, fill every placeholder and apply every knob; nothing is started."""
+    if spec.port is not None:
+        require_free(spec.port)
+    return _plan(profile, spec, config, free_ports)
+
+
+def check_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
+    """Everything build_plan checks (settings, placeholders, ports' names), taking no port:
+    for configurations a campaign will launch later. Its ports are stand-ins (1, 2, ...)."""
+    return _plan(profile, spec, config, lambda count: list(range(1, count + 1)))
+
+
+def check_settings(profile: Profile, settings: Mapping[str, str]) -> None:
+    """Every `--set KEY` must be a setting the profile declares."""
+    unknown = sorted(set(settings) - set(profile.settings))
+    if unknown:
+        raise UsageError(
+            f"Profile {profile.source or profile.engine.name} has no setting '{unknown[0]}'; "
+            f"its settings are: {', '.join(sorted(profile.settings)) or 'none'}."
+        )
+
+
+def source_checkout() -> Path | None:
+    """The repro source checkout this code runs from (editable install, PYTHONPATH), or None
+    when it runs from an installed wheel, which has none."""
+    root = Path(repro.__file__).resolve().parent.parent
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return root if project.get("project", {}).get("name") == "repro" else None
+
+
+def builtin_values(profile: Profile, spec: RunSpec) -> dict[str, str | Missing]:
+    """The placeholders every launch defines before settings and ports."""
+    checkout = source_checkout()
+    return {
+        "repro_python": sys.executable,
+        "repo_root": str(checkout)
+        if checkout
+        else Missing(
+            "needs {repo_root}, repro's source checkout, but this repro is installed without "
+            "one (from a wheel)"
+        ),
+        "profile_dir": str(profile.source.resolve().parent)
+        if profile.source
+        else Missing("needs {profile_dir}, but this profile was not read from a file"),
+        "host": HOST,
+        "seed": str(spec.seed),
+    }
+
+
+def setting_values(
+    profile: Profile, spec: RunSpec, builtins: dict[str, str | Missing]
+) -> dict[str, str | Missing]:
+    """Each setting (the profile's, or --set's) filled from the built-ins, `python` first:
+    the others may use it (router_python = "{python}"). A setting that needs a value this
+    launch lacks is an error only where it is used."""
+    where = f"Profile {profile.source or profile.engine.name}"
+    chosen = profile.settings | spec.settings
+
+    def one(key: str, template: str, values: dict[str, str | Missing]) -> str | Missing:
+        if template == REQUIRED:
+            return required(key)
+        absent = [n for n in placeholders(template, where) if isinstance(values.get(n), Missing)]
+        if not absent:
+            return fill(template, values, where)
+        reason = values[absent[0]].reason.removeprefix("needs ")  # type: ignore[union-attr]
+        return Missing(
+            f"needs the setting '{key}', whose value uses {reason}; give it with --set {key}=VALUE"
+        )
+
+    # The engine's interpreter: --server-python, else the `python` setting, else this one.
+    python = spec.server_python or (
+        one("python", chosen["python"], builtins) if "python" in chosen else sys.executable
+    )
+    builtins = builtins | {"python": python}
+    return {"python": python} | {
+        key: one(key, template, builtins) for key, template in chosen.items() if key != "python"
+    }
+
+
+def _plan(
+    profile: Profile,
+    spec: RunSpec,
+    config: dict[str, str],
+    allocate: Callable[[int], list[int]],
+) -> LaunchPlan:
     topology = profile.topologies[config["topology"]]
     names = topology.roles
     changes = {r: _changes_for(profile, config, r) for r in names}
@@ -76,31 +168,13 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
         raise UsageError(
             "Profile roles declare the same extra port name twice; names must be unique."
         )
-    if spec.port is not None:
-        require_free(spec.port)
-    ports = iter(free_ports(len(names) + len(extra)))
+    check_settings(profile, spec.settings)
+    ports = iter(allocate(len(names) + len(extra)))
     role_port = {
         r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names
     }
-    unknown = set(spec.settings) - set(profile.settings)
-    if unknown:
-        raise UsageError(
-            f"Profile {profile.source or profile.engine.name} has no setting "
-            f"'{sorted(unknown)[0]}'; its settings are: {', '.join(sorted(profile.settings)) or 'none'}."
-        )
-    builtins = {
-        "repro_python": sys.executable,
-        "repo_root": str(REPO_ROOT),
-        "host": HOST,
-        "seed": str(spec.seed),
-    }
-    where = f"Profile {profile.source or profile.engine.name}"
-    # Settings may refer to built-ins (python = "{repro_python}") and, once it is settled,
-    # to the engine's interpreter (router_python = "{python}"); not to each other.
-    chosen = profile.settings | spec.settings
-    python = spec.server_python or fill(chosen.get("python", sys.executable), builtins, where)
-    builtins["python"] = python
-    values = builtins | {k: fill(v, builtins, where) for k, v in chosen.items() if k != "python"}
+    builtins = builtin_values(profile, spec)
+    values = builtins | setting_values(profile, spec, builtins)
     for r in names:
         values[f"{r}_port"] = str(role_port[r])
         values[f"{r}_url"] = f"http://{HOST}:{role_port[r]}"

@@ -14,13 +14,14 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from importlib.resources import files
 
 from repro.errors import UsageError
 from repro.harness.plan import LaunchPlan, RolePlan
 from repro.harness.profile import Profile
 
-PROBE_SOURCE = Path(__file__).with_name("_sglang_probe.py")
+# Read as package data (importlib.resources), so an installed wheel has it too.
+PROBE_SOURCE = files("repro.harness").joinpath("_sglang_probe.py")
 MARKER = "REPRO-PREFLIGHT "
 # Importing SGLang takes about 2 s warm; a cold cache or a remote prefix takes longer.
 DEFAULT_TIMEOUT_S = 120.0

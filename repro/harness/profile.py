@@ -13,29 +13,34 @@ Its tables:
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
-Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (this checkout),
-`host`, `port` (the role's own), `<role>_port`, `<role>_url`, each named extra port, and `seed`.
+Placeholders follow str.format's rules: `{name}` is filled, `{{` and `}}` are literal braces.
+A name is a setting, `python`, `repro_python`, `profile_dir` (the profile's folder),
+`repo_root` (repro's source checkout, if it runs from one), `host`, `port` (the role's own),
+`<role>_port`, `<role>_url`, each named extra port, or `seed`. docs/profiles.md has it all.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 import sys
 import tomllib
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from repro.errors import UsageError
+from repro.harness.placeholders import placeholders
 from repro.knobs import STORY_DEFAULTS, describe
 
 SELECTOR_ENGINE = "engine"
 SELECTOR_ALL = "all"
-REQUIRED = "REQUIRED"  # a setting the user must give (e.g. model_path)
+# Filled in per launch. Settings may use these; commands and env also the settings, `port`,
+# `<role>_port`, `<role>_url` and the extra ports.
+SETTING_BUILTINS = ("python", "repro_python", "profile_dir", "repo_root", "host", "seed")
 
 
 class _Strict(BaseModel):
@@ -145,11 +150,77 @@ class Profile(_Strict):
                         )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        self._check_placeholders()
         return self
+
+    def placeholder_names(self) -> list[str]:
+        """Every name some launch of this profile defines: the built-ins, `port`, each role's
+        port and URL, every extra port (of a role or a knob's change), every setting."""
+        ports = [p for role in self.roles.values() for p in role.ports]
+        ports += [p for c in self._changes() for p in c.ports]
+        roles = [f"{r}_{kind}" for r in self.roles for kind in ("port", "url")]
+        return list(dict.fromkeys([*SETTING_BUILTINS, "port", *roles, *ports, *self.settings]))
+
+    def _check_placeholders(self) -> None:
+        """Every template parses and names only what some launch defines, whichever knob
+        values are chosen: a typo fails at load, not in the one configuration that uses it."""
+        known = set(self.placeholder_names())
+        for where, template in self.templates():
+            try:
+                names = placeholders(template, f"'{where}'")
+            except UsageError as exc:
+                raise ValueError(str(exc).removesuffix(".")) from None
+            if where.startswith("settings."):  # settings are filled from the built-ins alone
+                own = where.removeprefix("settings.")  # `python` cannot be made of itself
+                allowed = [n for n in SETTING_BUILTINS if n != own]
+                if unknown := [n for n in names if n not in allowed]:
+                    raise ValueError(
+                        f"'{where}' uses {{{unknown[0]}}}; a setting may use only these "
+                        f"placeholders: {', '.join(allowed)}"
+                    )
+            elif unknown := [n for n in names if n not in known]:
+                raise ValueError(
+                    f"'{where}' uses {{{unknown[0]}}}, which no launch defines; known: "
+                    f"{', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)"
+                )
+
+    def _changes(self) -> Iterator[RoleChange]:
+        for spec in self.knobs.values():
+            for changes in spec.map.values():
+                yield from changes.values()
+
+    def templates(self) -> Iterator[tuple[str, str]]:
+        """Every string that placeholders are filled in, with its key path."""
+        for key, value in self.settings.items():
+            yield f"settings.{key}", value
+        for name, role in self.roles.items():
+            for part in ("prefix", "command"):
+                for i, word in enumerate(getattr(role, part)):
+                    yield f"roles.{name}.{part}[{i}]", word
+            for key, value in role.env.items():
+                yield f"roles.{name}.env.{key}", value
+        for knob, spec in self.knobs.items():
+            for value, changes in spec.map.items():
+                for selector, change in changes.items():
+                    at = f"knobs.{knob}.map.{value}.{selector}"
+                    for part in ("args", "command"):
+                        for i, word in enumerate(getattr(change, part) or ()):
+                            yield f"{at}.{part}[{i}]", word
+                    for key, env_value in change.env.items():
+                        yield f"{at}.env.{key}", env_value
 
     @staticmethod
     def _default_of(knob: str, spec: KnobSpec) -> str:
         return spec.default or STORY_DEFAULTS.get(knob) or spec.values[0]
+
+    def default_rule(self, knob: str) -> str:
+        """Which rule gave a knob its default (see _default_of and defaults()): "profile",
+        "story" or "first value"."""
+        if knob == "topology":
+            return "story" if STORY_DEFAULTS["topology"] in self.topologies else "first value"
+        if self.knobs[knob].default:
+            return "profile"
+        return "story" if knob in STORY_DEFAULTS else "first value"
 
     # -- knobs -----------------------------------------------------------------------------
 
@@ -204,27 +275,6 @@ class Profile(_Strict):
         return describe(config)
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-
-
-def fill(template: str, values: dict[str, str], where: str) -> str:
-    """Replace `{name}` placeholders; JSON braces such as `{"a": 1}` are left alone."""
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in values:
-            known = ", ".join(sorted(values))
-            raise UsageError(
-                f"{where} uses the placeholder {{{name}}}, which is not defined; known: {known}."
-            )
-        if values[name] == REQUIRED:
-            option = "--model-path M" if name == "model_path" else f"--set {name}=VALUE"
-            raise UsageError(f"{where} needs a value for '{name}'; give it with {option}.")
-        return values[name]
-
-    return _PLACEHOLDER.sub(one, template)
-
-
 def load_profile(path: Path) -> Profile:
     """Read and validate a profile; any problem is one UsageError naming the file and key."""
     try:
@@ -240,8 +290,10 @@ def load_profile(path: Path) -> Profile:
     except ValidationError as exc:
         errors = exc.errors()  # a misspelled key first: it also explains a "missing" one
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        key = ".".join(str(p) for p in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
+        if not key:  # a rule across tables: its message names what it is about
+            raise UsageError(f"Profile {path} is invalid: {message}.") from None
         if first["type"] == "extra_forbidden":  # a misspelled key: say what to write instead
             known = _keys_at(first["loc"][:-1])
             close = difflib.get_close_matches(str(first["loc"][-1]), known, n=1)

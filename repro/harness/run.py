@@ -26,7 +26,7 @@ from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, StoreError, 
 from repro.harness.client import ChatClient, RunClock
 from repro.harness.launcher import Deployment, kill_leftover_groups, launch
 from repro.harness.loadgen import LoadGenerator
-from repro.harness.plan import LaunchPlan, build_plan
+from repro.harness.plan import LaunchPlan, build_plan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
 from repro.harness.watchdog import Watchdog
@@ -61,6 +61,7 @@ def resolve(spec: RunSpec) -> Resolved:
     get_scenario(spec.scenario)
     if spec.url:
         # An external engine is configured by whoever started it: knobs only label the run.
+        check_settings(profile, spec.settings)
         labels = {k: profile.resolve_knobs({k: v})[k] for k, v in spec.knobs.items()}
         return Resolved(profile, labels, None)
     config = profile.resolve_knobs(spec.knobs)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.console import Console
 from rich.table import Table
 
 from repro.knobs import describe
@@ -33,12 +32,44 @@ def compare(a: RunSummary, b: RunSummary) -> list[RateComparison]:
     return rows
 
 
-def render_comparison(
-    a: RunSummary, b: RunSummary, rows: list[RateComparison], console: Console
-) -> None:
+def comparison_document(
+    a: RunSummary, b: RunSummary, rows: list[RateComparison]
+) -> dict[str, object]:
+    """The `--json` document: both runs, the knobs that differ, and each rate compared."""
+    changed = sorted(
+        k for k in a.config.keys() | b.config.keys() if a.config.get(k) != b.config.get(k)
+    )
+    return {
+        "a": {"run_dir": a.run_dir, "config": a.config},
+        "b": {"run_dir": b.run_dir, "config": b.config},
+        "differs_in": changed,
+        "rates": [
+            {
+                "what": row.what,
+                "a": _rate(row.a),
+                "b": _rate(row.b),
+                "fisher_p": row.p_value if row.a.n and row.b.n else None,
+            }
+            for row in rows
+        ],
+    }
+
+
+def _rate(rate: Rate) -> dict[str, float | int]:
+    return {
+        "corrupted": rate.k,
+        "of": rate.n,
+        "rate": rate.value,
+        "low": rate.low,
+        "high": rate.high,
+    }
+
+
+def comparison_table(a: RunSummary, b: RunSummary, rows: list[RateComparison]) -> Table:
+    """Folds rather than cuts: run folders and long knob lists stay whole at 80 columns."""
     table = Table(title="repro compare", title_justify="left")
     for column in ("", "A", "B", "Fisher p (two-sided)"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     table.add_row("run", a.run_dir, b.run_dir, "")
     changed = {k for k in a.config.keys() | b.config.keys() if a.config.get(k) != b.config.get(k)}
     table.add_row(
@@ -53,4 +84,4 @@ def render_comparison(
             continue
         verdict = "differ" if row.p_value < 0.05 else "no significant difference"
         table.add_row(row.what, str(row.a), str(row.b), f"{row.p_value:.3g} ({verdict})")
-    console.print(table)
+    return table

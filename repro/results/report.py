@@ -92,11 +92,16 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     return rows
 
 
-def render_summary(summary: RunSummary, run_dir: Path | None, console: Console) -> None:
+def summary_table(summary: RunSummary, run_dir: Path | None) -> Table:
+    """The rows as a two-column table; values fold rather than cut (a long run folder)."""
     table = Table(title="repro run", show_header=False, title_justify="left", padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", overflow="fold")
+    table.add_column(overflow="fold")
     for row in summary_rows(summary, run_dir):
         # Text, not markup: an engine's error message may hold square brackets.
         table.add_row(Text(row.label, style=row.tone), Text(row.text, style=row.tone))
-    console.print(table)
+    return table
+
+
+def render_summary(summary: RunSummary, run_dir: Path | None, console: Console) -> None:
+    console.print(summary_table(summary, run_dir))

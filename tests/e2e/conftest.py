@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,46 @@ def processes_with_ports(ports: list[str]) -> list[int]:
 
 def summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def repro_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this checkout (from a copy: setuptools writes build/ beside it)."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source)
+    shutil.copytree(REPO / "repro", source / "repro", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--no-deps",
+         "--no-build-isolation", "-w", str(work / "dist"), str(source)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    [wheel] = (work / "dist").glob("repro-*.whl")
+    return wheel
+
+
+def fresh_venv(folder: Path) -> Path:
+    """A venv that borrows this interpreter's site-packages (dependencies, and pip) but holds
+    no repro: installing into it takes seconds and asks no index. Returns its bin folder."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return folder / "bin"
+
+
+def outside_env(bin_dir: Path) -> dict[str, str]:
+    """The environment of a user's shell with that venv first on PATH: nothing points back at
+    this checkout, and pip asks no index."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return env | {
+        "COLUMNS": "200",
+        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }

@@ -39,7 +39,7 @@ from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.json_codec import arguments_text, read_json
 from repro.checkers.json_strings import strings_in
 from repro.checkers.markup_scan import Where, holds_trigger, scan_markup
-from repro.checkers.repetition import MIN_RUN_CHARS, RepetitionProbe
+from repro.checkers.repetition import LOOP_MIN_CHARS, RepetitionProbe
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import ToolCall, Verdict
 
@@ -111,7 +111,7 @@ def read_clean_turn(text: str, tools: ToolSet, dialect: Dialect = V32) -> Verdic
     calls = _calls(pieces, tools, dialect, triggered) if pieces else ()
     if calls is None:
         return None
-    if len(text) >= MIN_RUN_CHARS:  # shorter text holds no run
+    if len(text) >= LOOP_MIN_CHARS:  # shorter text holds no run
         repetition = RepetitionProbe()
         repetition.advance(text, 0, final=True)
         if repetition.run is not None:

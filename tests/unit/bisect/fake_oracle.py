@@ -7,7 +7,7 @@ rerun sees exactly the same sessions, and a test can count which ones were run.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,7 @@ class FakeOracle:
     crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
     waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
     closed: bool = False
+    checked: list[dict[str, str]] = field(default_factory=list)  # configurations checked
 
     def identity(self) -> str:
         return "fake-engine 1.0"
@@ -69,6 +70,12 @@ class FakeOracle:
                 raise UsageError(f"Knob '{knob}' has no value '{value}'.")
             config[knob] = value
         return config
+
+    def check(self, configs: Sequence[Mapping[str, str]]) -> None:
+        """What can fail before a wave: each configuration is one of this engine's."""
+        for config in configs:
+            assert self.resolve(config) == config, config
+            self.checked.append(dict(config))
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
         config = describe(spec.knobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fake_oracle import FakeOracle
@@ -95,3 +96,19 @@ def test_malformed_factor_is_a_usage_error(tmp_path, fake):
     result = invoke("matrix", "--factor", "index_k", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "is not K=V1,V2" in result.stderr
+
+
+def test_matrix_json_has_every_cell_and_the_totals(tmp_path, fake):
+    result = invoke(
+        "matrix", "--factor", "hicache=off,on", "--factor", "index_k=fp8,bf16",
+        "--out", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["design"] == "full factorial" and doc["factors"]["index_k"] == ["fp8", "bf16"]
+    cells = {(c["hicache"], c["index_k"]): c for c in doc["cells"]}
+    assert len(cells) == 4 and cells[("on", "bf16")]["decision"] == "CORRUPTING"
+    assert cells[("off", "fp8")]["sessions_corrupted"] == 0
+    assert doc["sessions"] == sum(c["sessions_run"] for c in doc["cells"])
+    assert doc["parquet"].endswith(".parquet") and Path(doc["parquet"]).exists()
+    assert {"outcome", "decided_after_sessions", "rate_low", "rate_high"} <= set(doc["cells"][0])

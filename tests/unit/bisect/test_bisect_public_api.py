@@ -19,6 +19,7 @@ def test_public_surface_is_pinned():
         "bisect_flags",
         "bisect_matrix",
         "flag_report_json",
+        "matrix_report_json",
         "run_sprt",
     ]
     assert all(hasattr(repro.bisect, name) for name in repro.bisect.__all__)

@@ -246,10 +246,10 @@ def test_the_probes_shortcuts_find_what_the_rule_finds(before, unit, repeats, af
     probe = RepetitionProbe()
     probe.advance(text, 0, final=True)
     expected = _reference_run(text)
-    assert (probe.run is None) == (expected is None)
-    if probe.run is not None and expected is not None:
-        assert probe.run.period_chars == expected[1]
-        assert probe.run.offset <= expected[0]  # traced back from the probe
+    assert (probe.long_run is None) == (expected is None)
+    if probe.long_run is not None and expected is not None:
+        assert probe.long_run.period_chars == expected[1]
+        assert probe.long_run.offset <= expected[0]  # traced back from the probe
 
 
 @pytest.mark.parametrize("extra", [-1, 0, 1])
@@ -261,4 +261,4 @@ def test_a_run_that_ends_with_the_text_is_found_by_the_last_probe(probes, extra)
     probe = RepetitionProbe()
     probe.advance(text, 0, final=True)
     assert _reference_run(text) == ((len(noise), 2) if extra >= 0 else None)
-    assert (probe.run is not None) == (extra >= 0)
+    assert (probe.long_run is not None) == (extra >= 0)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import repro.harness.plan as plan_module
 from repro.errors import UsageError
-from repro.harness.plan import build_plan
+from repro.harness.plan import build_plan, check_plan
 from repro.harness.profile import load_profile
 from repro.spec import RunSpec
 
@@ -91,3 +92,47 @@ def test_unknown_setting_and_required_setting(sim, tmp_path: Path) -> None:
         UsageError, match="needs a value for 'time_scale'; give it with --set time_scale=VALUE"
     ):
         plan_for(load_profile(tmp_path / "p.toml"))
+
+
+def test_profile_dir_is_the_profiles_own_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "p.toml").write_text(
+        '[engine]\nname = "t"\nversion = "1"\n[topologies.single]\nroles = ["single"]\n'
+        'entry = "single"\n[roles.single]\n'
+        'command = ["{profile_dir}/serve.sh", "--port", "{port}", "--upstream", "{{port}}"]\n'
+    )
+    [role] = plan_for(load_profile(folder / "p.toml")).roles
+    assert role.argv == (
+        f"{folder.resolve()}/serve.sh",
+        "--port",
+        str(role.port),
+        "--upstream",
+        "{port}",
+    )
+
+
+def test_repo_root_is_the_checkout_and_from_a_wheel_asks_for_the_setting(
+    sim, repo_root: Path, monkeypatch
+) -> None:
+    router = plan_for(sim, knobs={"router": "sglang"}).role("router")
+    assert router.argv[0] == f"{repo_root}/.cache/sglang-0.5.23/bin/python"
+    monkeypatch.setattr(plan_module, "source_checkout", lambda: None)  # as from a wheel
+    assert plan_for(sim).role("router").argv[1:3] == ("-m", "repro.sim")  # unused: no error
+    with pytest.raises(
+        UsageError,
+        match=r"Role 'router' of profile .*sim.toml needs the setting 'sglang_router_python', "
+        r"whose value uses \{repo_root\}, repro's source checkout, but this repro is installed "
+        r"without one \(from a wheel\); give it with --set sglang_router_python=VALUE\.",
+    ):
+        plan_for(sim, knobs={"router": "sglang"})
+    given = plan_for(sim, knobs={"router": "sglang"}, settings={"sglang_router_python": "/x/py"})
+    assert given.role("router").argv[0] == "/x/py"
+
+
+def test_check_plan_fails_like_build_plan_and_takes_no_port(sim, monkeypatch) -> None:
+    monkeypatch.setattr(plan_module, "free_ports", None)  # would raise if called
+    spec = RunSpec.build(settings={"nope": "1"})
+    with pytest.raises(UsageError, match="has no setting 'nope'"):
+        check_plan(sim, spec, sim.resolve_knobs({}))
+    check_plan(sim, RunSpec.build(), sim.resolve_knobs({"topology": "single"}))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
+from repro.harness.placeholders import Missing, fill, required
 from repro.harness.profile import load_profile
 from repro.knobs import STORY_DEFAULTS
 
@@ -123,3 +124,71 @@ def test_a_misspelled_key_says_what_to_write_instead(
 ) -> None:
     with pytest.raises(UsageError, match=message):
         load_profile(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("template", "filled"),
+    [
+        ("--port={port}", "--port=8000"),
+        ("{{port}}", "{port}"),  # str.format's escape: a literal placeholder for a wrapper
+        ("{{{port}}}", "{8000}"),
+        ('{{"tp": {port}}}', '{"tp": 8000}'),  # JSON with a placeholder inside
+        ("no braces", "no braces"),
+    ],
+)
+def test_placeholders_follow_str_format(template: str, filled: str) -> None:
+    assert fill(template, {"port": "8000"}, "here") == filled == template.format(port="8000")
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ('{"tp": 2}', r"has \{\"tp\": 2\} .* not a placeholder; .*\{\{ and \}\} write literal"),
+        ("a } b", r"has a lone brace in 'a \} b' .*write \{\{ or \}\} for a literal brace"),
+        ("{port", r"has a lone brace"),
+        ("{port!r}", r"has \{port!r\}"),
+        ("{}", r"has \{\} in"),
+    ],
+)
+def test_a_brace_that_is_no_placeholder_is_one_sentence(template: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        fill(template, {"port": "8000"}, "here")
+
+
+def test_a_missing_value_is_an_error_only_where_it_is_used() -> None:
+    values = {"port": "1", "model_path": required("model_path")}
+    assert fill("--port {port}", values, "Role 'x'") == "--port 1"
+    with pytest.raises(UsageError, match=r"Role 'x' needs a value for 'model_path'; give it with"):
+        fill("{model_path}", values, "Role 'x'")
+    with pytest.raises(UsageError, match=r"Role 'x' needs \{repo_root\}, because"):
+        fill("{repo_root}/bin", {"repo_root": Missing("needs {repo_root}, because")}, "Role 'x'")
+
+
+@pytest.mark.parametrize(
+    ("addition", "message"),
+    [
+        (  # a typo in a knob value no default configuration uses still fails at load
+            '[knobs.k]\nvalues = ["a", "b"]\nmap.b.single = { args = ["--x", "{prot}"] }\n',
+            r"invalid: 'knobs.k.map.b.single.args\[1\]' uses \{prot\}, which no launch defines",
+        ),
+        (
+            '[knobs.k]\nvalues = ["a", "b"]\nmap.b.single = { env = { J = \'{"a": 1}\' } }\n',
+            r"'knobs.k.map.b.single.env.J' has \{\"a\": 1\} in .* not a placeholder",
+        ),
+        ('[settings]\nx = "{port}"\n', r"'settings.x' uses \{port\}; a setting may use only"),
+        ('[settings]\npython = "{python}"\n', r"'settings.python' uses \{python\}"),
+    ],
+)
+def test_templates_are_checked_when_the_profile_loads(
+    tmp_path: Path, addition: str, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_profile(write(tmp_path, MINIMAL + addition))
+
+
+def test_every_bundled_profile_passes_the_template_check(repo_root: Path) -> None:
+    bundled = sorted((repo_root / "repro" / "profiles").rglob("*.toml"))
+    assert len(bundled) >= 4
+    for path in bundled:
+        templates = dict(load_profile(path).templates())
+        assert any("{port}" in t for t in templates.values()), path

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from repro.errors import UsageError
-from repro.results.compare import compare, render_comparison
+from repro.results.compare import compare, comparison_table
 from repro.results.reading import read_run, read_turn_table
 from repro.results.report import summary_rows
 from repro.results.store import RunStore
@@ -137,6 +137,6 @@ def test_compare_with_a_run_that_measured_nothing_tests_nothing() -> None:
     a = summarize([record(session_id=i, corrupted=i < 12) for i in range(80)], config={}, wall_s=1)
     empty = summarize([], config={}, wall_s=1, interrupted=True)
     console = Console(record=True, width=200)
-    render_comparison(a, empty, compare(a, empty), console)
+    console.print(comparison_table(a, empty, compare(a, empty)))
     text = console.export_text()
     assert "no significant difference" not in text and "n/a (a run measured nothing)" in text
