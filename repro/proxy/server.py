@@ -1,0 +1,107 @@
+"""The proxy itself: every request forwarded to the upstream engine, SSE answers through the Injector.
+
+Bodies are forwarded as they arrive and answers stream back chunk by chunk, so a stream that
+no rule touches costs one extra hop and nothing else. The request asks the upstream for no
+compression, so the bytes a victim's events are read from are plain text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from repro.errors import UsageError
+from repro.proxy.injection_log import InjectionLog
+from repro.proxy.injector import InjectionRule, Injector
+from repro.proxy.spec import ProxySpec
+
+# The embedded engine's way to run an ASGI app: bind first (a taken port is one clear line),
+# then uvicorn with a prompt, quiet shutdown on SIGTERM.
+from repro.sim import serve as asgi
+
+# Hop-by-hop headers, and the ones the proxy sets itself.
+REQUEST_HEADERS_DROPPED = {"host", "content-length", "connection", "keep-alive", "accept-encoding"}
+RESPONSE_HEADERS_DROPPED = {"content-length", "transfer-encoding", "connection", "keep-alive"}
+CONNECT_TIMEOUT_S = 10.0
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def build_app(spec: ProxySpec) -> Starlette:
+    log = InjectionLog(spec.log)
+    rule = InjectionRule(
+        spec.rule, spec.min_streams, spec.rate, spec.seed, spec.span_bytes, spec.target
+    )
+    injector = Injector(rule, log.injection)
+    # No read deadline: a long answer may take minutes; the client judges that, not the proxy.
+    upstream = httpx.AsyncClient(
+        base_url=spec.upstream,
+        timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        trust_env=False,
+    )
+
+    async def forward(request: Request) -> Response:
+        body = await request.body()
+        headers = [
+            (k, v)
+            for k, v in request.headers.raw
+            if k.decode().lower() not in REQUEST_HEADERS_DROPPED
+        ]
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        outgoing = upstream.build_request(request.method, target, headers=headers, content=body)
+        try:
+            answer = await upstream.send(outgoing, stream=True)
+        except httpx.HTTPError as exc:
+            return PlainTextResponse(
+                f"repro proxy: upstream {spec.upstream} failed: {type(exc).__name__}", 502
+            )
+        chunks: AsyncIterator[bytes] = answer.aiter_raw()
+        is_stream = answer.headers.get("content-type", "").startswith("text/event-stream")
+        if is_stream and answer.status_code == 200:
+            chunks = injector.tap(chunks, body)
+        return StreamingResponse(
+            _closing(chunks, answer),
+            status_code=answer.status_code,
+            headers={
+                k: v for k, v in answer.headers.items() if k.lower() not in RESPONSE_HEADERS_DROPPED
+            },
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        log.start(rule, spec.upstream)
+        try:
+            yield
+        finally:
+            await upstream.aclose()
+            log.close(injector.counts())
+
+    return Starlette(routes=[Route("/{path:path}", forward, methods=METHODS)], lifespan=lifespan)
+
+
+async def _closing(chunks: AsyncIterator[bytes], answer: httpx.Response) -> AsyncIterator[bytes]:
+    """Close the upstream answer however the client's side ends: a client that hangs up
+    must make the engine stop generating, as it would without the proxy."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+        await answer.aclose()
+
+
+def serve(spec: ProxySpec) -> int:
+    """Listen until SIGTERM or Ctrl-C; the process exit code."""
+    try:
+        sockets = [asgi.bind(spec.host, spec.port)]
+    except asgi.PortInUse as exc:
+        raise UsageError(f"repro proxy cannot listen: {exc}.") from None
+    return asgi.run(build_app(spec), sockets, "warning")
