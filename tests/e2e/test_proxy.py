@@ -1,0 +1,43 @@
+"""The positive control end to end: the embedded engine behind `repro proxy`, started as profile
+roles by `repro run`; every injection the proxy logs is a corrupted turn, and nothing else is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repro.proxy import match_run, read_injection_log
+from repro.spec import PROFILES_DIR
+from tests.e2e.conftest import FAST, repro, summary
+
+pytestmark = pytest.mark.e2e
+
+PROFILE = str(PROFILES_DIR / "examples" / "sim-behind-proxy.toml")
+
+
+def proxied_run(out: Path, *knobs: str, sessions: int) -> dict:
+    args = ["run", "--profile", PROFILE, "--sessions", str(sessions), *FAST, "--out", str(out)]
+    done = repro(*args, *(a for k in knobs for a in ("--knob", k)))
+    assert done.returncode == 0, done.stderr
+    return summary(out)
+
+
+def test_with_the_rule_off_every_stream_passes_and_nothing_is_corrupted(tmp_path: Path) -> None:
+    s = proxied_run(tmp_path / "run", sessions=6)
+    log = read_injection_log(tmp_path / "run" / "logs" / "proxy.log")
+    assert s["turns_corrupted"] == 0 and s["errors"] == 0 and s["turns"] >= 24
+    assert log.injections == ()
+    assert log.summary == {"event": "summary", "streams": s["turns"], "victims": 0, "injected": 0}
+
+
+def test_every_splice_is_caught_and_every_corrupted_turn_is_a_splice(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    s = proxied_run(out, "proxy_rule=splice", "proxy_rate=0.2", sessions=12)
+    log = read_injection_log(out / "logs" / "proxy.log")
+    match = match_run(out, out / "logs" / "proxy.log")
+    assert log.summary is not None and log.summary["streams"] == s["turns"]
+    assert match.injected == log.summary["injected"] >= 3
+    assert match.detected == match.injected and match.unexplained == ()
+    assert s["turns_corrupted"] == match.injected and s["errors"] == 0
+    assert all(i["in_flight"] >= 2 and i["donor"] is not None for i in log.injections)
