@@ -30,8 +30,6 @@ CHECKED_DISTRIBUTION = {
     "vllm-server": "vllm",
 }
 MARKER = "REPRO-PREFLIGHT "
-# Importing SGLang takes about 2 s warm, vLLM about 8 s; a cold cache or a remote prefix takes longer.
-DEFAULT_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +91,7 @@ class PreflightReport:
 
 
 def preflight(
-    plan: LaunchPlan, profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    plan: LaunchPlan, profile: Profile, *, timeout_s: float | None = None
 ) -> PreflightReport:
     """Check one plan; raise UsageError (exit 2) listing every problem if any role fails."""
     report = check_plans([plan], profile, timeout_s=timeout_s)[0]
@@ -103,9 +101,13 @@ def preflight(
 
 
 def check_plans(
-    plans: Sequence[LaunchPlan], profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    plans: Sequence[LaunchPlan], profile: Profile, *, timeout_s: float | None = None
 ) -> list[PreflightReport]:
-    """Check many plans with one probe process per interpreter; never raises for bad flags."""
+    """Check many plans with one probe process per interpreter; never raises for bad flags.
+
+    `timeout_s` per probe process defaults to the profile's [preflight] timeout_s.
+    """
+    timeout_s = timeout_s or profile.preflight.timeout_s
     started = time.monotonic()
     jobs: dict[tuple[str, ...], list[tuple[int, RolePlan, str, tuple[str, ...]]]] = {}
     unchecked: dict[int, list[str]] = {i: [] for i in range(len(plans))}
@@ -180,7 +182,10 @@ def _run_probe(
     except FileNotFoundError:
         failure = f"interpreter {launcher[0]!r} not found; point --server-python (or --set) at the engine's Python"
     except subprocess.TimeoutExpired:
-        failure = f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s"
+        failure = (
+            f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s (importing the "
+            "engine is slow on a loaded machine: raise [preflight] timeout_s in the profile)"
+        )
     else:
         answer = _answer_line(done.stdout)
         if answer is None:

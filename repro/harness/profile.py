@@ -10,7 +10,8 @@ Its tables:
     [knobs.K]     values, default, and per value what each role gets: args, env, or a
                   replacement command (with its own health path and extra ports); or
                   `unmapped` (the engine has no such switch)
-    [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
+    [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the
+                  rest; how long the probe may take (timeout_s)
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
 Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (this checkout),
@@ -90,6 +91,9 @@ class ExtraFlag(_Strict):
 
 class PreflightSpec(_Strict):
     extra_flags: list[ExtraFlag] = Field(default_factory=list)
+    # Importing the engine's parser is the slow part: SGLang about 2 s, vLLM about 8 s idle,
+    # and a minute or more on a loaded machine.
+    timeout_s: float = Field(120.0, gt=0, description="deadline for the parser probe")
 
 
 class TopologySpec(_Strict):
