@@ -7,8 +7,9 @@ a clean engine): once with the rule off, once splicing at the chosen rate from 2
 flight. For each it prints the turns judged, the injections the proxy logged, how many of
 them the run caught, the corrupted turns no injection explains, and the measured corruption
 rate with its 95% Wilson interval against the injected rate (injections / streams) and the
-rule's nominal rate (a victim whose answer has no tool-call text cannot be corrupted, and
-the last streams of a run may have too few others in flight, so fewer are injected).
+rule's nominal rate (a victim whose answer has no tool-call text cannot be corrupted, and the
+last streams of a run may have too few others in flight, so fewer are injected), and the
+proxy's own CPU time for the bytes it streamed.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nomina
     log = read_injection_log(out / "logs" / "proxy.log")
     match = match_run(out, out / "logs" / "proxy.log")
     streams = log.summary["streams"] if log.summary else float("nan")
+    cpu = (
+        f"{log.summary['cpu_s']:.1f} s for {log.summary['streamed_bytes'] / 1e6:.0f} MB"
+        if log.summary
+        else "?"
+    )
     judged = summary.turns
     measured = wilson(summary.turns_corrupted, judged)
     injected_rate = match.injected / streams
@@ -52,7 +58,7 @@ def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nomina
         f"{len(match.unexplained)} | {summary.turns_corrupted}/{judged} = "
         f"{summary.turns_corrupted / judged:.2%} [{measured.low:.2%}, {measured.high:.2%}] | "
         f"{injected_rate:.2%} | {'yes' if inside else 'NO'} | {nominal:.0%}: "
-        f"{'yes' if holds_nominal else 'NO'} | {wall_s:.0f} s |"
+        f"{'yes' if holds_nominal else 'NO'} | {wall_s:.0f} s | {cpu} |"
     )
 
 
@@ -67,8 +73,8 @@ def main() -> None:
           f"{args.context_max} --rate {args.rate}` (runs in {root})\n")  # fmt: skip
     print("| rule | turns judged | streams | victims drawn | injected | caught | corrupted, "
           "not injected | measured turn corruption [95% Wilson] | injected rate | "
-          "interval holds it | interval holds the rule's rate | wall |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "interval holds it | interval holds the rule's rate | wall | proxy CPU |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print(one_run(root / "off", args.sessions, args.context_max, [], 0.0))
     splice = ["proxy_rule=splice", f"proxy_rate={args.rate}", "proxy_min_streams=2"]
     print(one_run(root / "splice", args.sessions, args.context_max, splice, float(args.rate)))

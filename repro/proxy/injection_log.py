@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -48,7 +49,8 @@ class InjectionLog:
         self.write(injection.to_json())
 
     def close(self, counts: dict[str, int]) -> None:
-        self.write({"event": "summary", **counts})
+        # The proxy's own CPU time says what it cost the machine it shares with the engine.
+        self.write({"event": "summary", **counts, "cpu_s": round(time.process_time(), 3)})
         if self._out is not sys.stdout:
             self._out.close()
 

@@ -120,9 +120,15 @@ class Injector:
         self.streams = 0
         self.victims = 0
         self.injected = 0
+        self.streamed_bytes = 0
 
     def counts(self) -> dict[str, int]:
-        return {"streams": self.streams, "victims": self.victims, "injected": self.injected}
+        return {
+            "streams": self.streams,
+            "victims": self.victims,
+            "injected": self.injected,
+            "streamed_bytes": self.streamed_bytes,
+        }
 
     async def tap(self, chunks: AsyncIterator[bytes], request_body: bytes) -> AsyncIterator[bytes]:
         ordinal = self.streams
@@ -135,6 +141,7 @@ class Injector:
         self.in_flight.open(ordinal)
         try:
             async for chunk in chunks:
+                self.streamed_bytes += len(chunk)
                 self.in_flight.feed(ordinal, chunk)
                 yield chunk if victim is None else victim.feed(chunk)
             if victim is not None and victim.buffer:

@@ -104,7 +104,9 @@ async def test_only_call_text_is_a_target_unless_any() -> None:
     prose = [event(reasoning="r"), *(event("plain words ") for _ in range(6)), event(finish="stop"), DONE]  # fmt: skip
     calls = Injector(InjectionRule(RuleKind.DROP, min_streams=1, rate=1.0), lambda i: None)
     assert await collect(calls, prose) == b"".join(prose)
-    assert calls.counts() == {"streams": 1, "victims": 1, "injected": 0}
+    assert calls.counts() == {
+        "streams": 1, "victims": 1, "injected": 0, "streamed_bytes": len(b"".join(prose))
+    }  # fmt: skip
     anywhere = Injector(
         InjectionRule(RuleKind.DROP, min_streams=1, rate=1.0, target=Target.ANY), lambda i: None
     )
