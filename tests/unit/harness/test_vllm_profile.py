@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
-from repro.harness import plan as plan_module
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.preflight import check_plans
 from repro.harness.profile import Profile, load_profile
@@ -28,16 +27,6 @@ ENGINE_KNOBS = (
 @pytest.fixture(scope="module")
 def profile() -> Profile:
     return load_profile(DEFAULT_PROFILES["vllm"])
-
-
-@pytest.fixture(scope="module")
-def fixed_ports():
-    """Ports do not matter to a parser; fixed ones let identical role argvs be checked once."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            plan_module, "free_ports", lambda count, host="": list(range(42000, 42000 + count))
-        )
-        yield
 
 
 def plan_for(profile: Profile, knobs=None, server_args=(), **fields) -> LaunchPlan:
