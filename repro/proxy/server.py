@@ -8,7 +8,7 @@ compression, so the bytes a victim's events are read from are plain text.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 from starlette.applications import Starlette
@@ -38,13 +38,7 @@ def build_app(spec: ProxySpec) -> Starlette:
         spec.rule, spec.min_streams, spec.rate, spec.seed, spec.span_bytes, spec.target
     )
     injector = Injector(rule, log.injection)
-    # No read deadline: a long answer may take minutes; the client judges that, not the proxy.
-    upstream = httpx.AsyncClient(
-        base_url=spec.upstream,
-        timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-        trust_env=False,
-    )
+    upstream = UpstreamClients(spec.upstream)
 
     async def forward(request: Request) -> Response:
         body = await request.body()
@@ -54,10 +48,12 @@ def build_app(spec: ProxySpec) -> Starlette:
             if k.decode().lower() not in REQUEST_HEADERS_DROPPED
         ]
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        outgoing = upstream.build_request(request.method, target, headers=headers, content=body)
+        client = upstream.take()
+        outgoing = client.build_request(request.method, target, headers=headers, content=body)
         try:
-            answer = await upstream.send(outgoing, stream=True)
+            answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
+            upstream.give(client)  # it connects again on its next request
             return PlainTextResponse(
                 f"repro proxy: upstream {spec.upstream} failed: {type(exc).__name__}", 502
             )
@@ -66,7 +62,7 @@ def build_app(spec: ProxySpec) -> Starlette:
         if is_stream and answer.status_code == 200:
             chunks = injector.tap(chunks, body)
         return StreamingResponse(
-            _closing(chunks, answer),
+            _closing(chunks, answer, lambda: upstream.give(client)),
             status_code=answer.status_code,
             headers={
                 k: v for k, v in answer.headers.items() if k.lower() not in RESPONSE_HEADERS_DROPPED
@@ -85,7 +81,43 @@ def build_app(spec: ProxySpec) -> Starlette:
     return Starlette(routes=[Route("/{path:path}", forward, methods=METHODS)], lifespan=lifespan)
 
 
-async def _closing(chunks: AsyncIterator[bytes], answer: httpx.Response) -> AsyncIterator[bytes]:
+class UpstreamClients:
+    """One httpx client (one connection) per request in flight, reused after it ends.
+
+    One shared pool would be simpler, but httpcore scans every pooled connection on each
+    request and response event, which at 80 streams costs more than the streaming itself
+    (bench/RESULTS.md, client cost).
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.idle: list[httpx.AsyncClient] = []
+        self.all: set[httpx.AsyncClient] = set()
+
+    def take(self) -> httpx.AsyncClient:
+        if self.idle:
+            return self.idle.pop()
+        client = httpx.AsyncClient(
+            base_url=self.base_url,
+            # No read deadline: a long answer may take minutes; the client judges that.
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            trust_env=False,
+        )
+        self.all.add(client)
+        return client
+
+    def give(self, client: httpx.AsyncClient) -> None:
+        self.idle.append(client)
+
+    async def aclose(self) -> None:
+        for client in self.all:
+            await client.aclose()
+
+
+async def _closing(
+    chunks: AsyncIterator[bytes], answer: httpx.Response, done: Callable[[], None]
+) -> AsyncIterator[bytes]:
     """Close the upstream answer however the client's side ends: a client that hangs up
     must make the engine stop generating, as it would without the proxy."""
     try:
@@ -96,6 +128,7 @@ async def _closing(chunks: AsyncIterator[bytes], answer: httpx.Response) -> Asyn
         if close is not None:
             await close()
         await answer.aclose()
+        done()
 
 
 def serve(spec: ProxySpec) -> int:
