@@ -2,7 +2,7 @@
 streams on purpose, under a rule, and logs every injection (docs/proxy.md)."""
 
 from repro.proxy.injection_log import InjectionMatch, match_run, read_injection_log
-from repro.proxy.injector import Injection, InjectionRule, Injector, RuleKind
+from repro.proxy.injector import Injection, InjectionRule, Injector, RuleKind, Target
 from repro.proxy.server import serve
 from repro.proxy.spec import ProxySpec
 
@@ -13,6 +13,7 @@ __all__ = [
     "Injector",
     "ProxySpec",
     "RuleKind",
+    "Target",
     "match_run",
     "read_injection_log",
     "serve",
