@@ -1,7 +1,7 @@
 """The proxy itself: every request forwarded to the upstream engine, SSE answers through the Injector.
 
-Bodies are forwarded as they arrive and answers stream back chunk by chunk, so a stream that
-no rule touches costs one extra hop and nothing else. The request asks the upstream for no
+A request body is read whole and forwarded; the answer streams back chunk by chunk as it
+arrives, so a stream no rule touches costs one extra hop and nothing else. The request asks the upstream for no
 compression, so the bytes a victim's events are read from are plain text.
 """
 
