@@ -8,6 +8,7 @@ compression, so the bytes a victim's events are read from are plain text.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable
 
 import httpx
@@ -137,4 +138,13 @@ def serve(spec: ProxySpec) -> int:
         sockets = [asgi.bind(spec.host, spec.port)]
     except asgi.PortInUse as exc:
         raise UsageError(f"repro proxy cannot listen: {exc}.") from None
-    return asgi.run(build_app(spec), sockets, "warning")
+    app = build_app(spec)
+    print(
+        f"repro proxy: http://{spec.host}:{spec.port} -> {spec.upstream}, rule {spec.rule.value}"
+        f" (rate {spec.rate:g} from {spec.min_streams} streams in flight, target "
+        f"{spec.target.value}); injections to {'standard output' if spec.log == '-' else spec.log};"
+        " Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    return asgi.run(app, sockets, "warning")
