@@ -234,6 +234,37 @@ def profile_show(
             render_profile(loaded, console)
 
 
+def _proxy_help(field: str) -> str:
+    from repro.proxy.spec import ProxySpec
+
+    return ProxySpec.model_fields[field].description or ""
+
+
+@app.command()
+def proxy(
+    upstream: Annotated[str, typer.Option("--upstream", help=_proxy_help("upstream"))],
+    port: Annotated[int, typer.Option("--port", help=_proxy_help("port"))],
+    host: Annotated[str, typer.Option("--host", help=_proxy_help("host"))] = "127.0.0.1",
+    rule: Annotated[str, typer.Option("--rule", help=_proxy_help("rule"))] = "off",
+    min_streams: Annotated[int, typer.Option("--min-streams", help=_proxy_help("min_streams"))] = 2,
+    rate: Annotated[float, typer.Option("--rate", help=_proxy_help("rate"))] = 0.05,
+    seed: Annotated[int, typer.Option("--seed", help=_proxy_help("seed"))] = 0,
+    span_bytes: Annotated[int, typer.Option("--span-bytes", help=_proxy_help("span_bytes"))] = 24,
+    target: Annotated[str, typer.Option("--target", help=_proxy_help("target"))] = "calls",
+    log: Annotated[str, typer.Option("--log", help=_proxy_help("log"))] = "-",
+) -> None:
+    """The positive control: a proxy in front of any OpenAI-compatible engine that corrupts SSE
+    streams on purpose under a rule and logs every injection; runs until Ctrl-C or SIGTERM."""
+    from repro.proxy import ProxySpec, serve
+
+    with exit_on_error():
+        spec = ProxySpec.build(
+            upstream=upstream, port=port, host=host, rule=rule, min_streams=min_streams,
+            rate=rate, seed=seed, span_bytes=span_bytes, target=target, log=log,
+        )  # fmt: skip
+        raise typer.Exit(serve(spec))
+
+
 def _mount_bisect() -> None:
     from repro.bisect.commands import app as bisect_app
 

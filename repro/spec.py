@@ -14,7 +14,11 @@ from repro.errors import UsageError
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
 MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small
-DEFAULT_PROFILES = {"sim": PROFILES_DIR / "sim.toml", "sglang": PROFILES_DIR / "sglang-0.5.23.toml"}
+DEFAULT_PROFILES = {
+    "sim": PROFILES_DIR / "sim.toml",
+    "sglang": PROFILES_DIR / "sglang-0.5.23.toml",
+    "vllm": PROFILES_DIR / "vllm-cpu-0.32.toml",
+}
 
 
 class RunSpec(BaseModel):
@@ -22,9 +26,9 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Literal["sim", "sglang"] = Field(
+    backend: Literal["sim", "sglang", "vllm"] = Field(
         "sim",
-        description="which bundled profile launches the engine when --profile is not given: sim (the embedded engine) or sglang",
+        description="which bundled profile launches the engine when --profile is not given: sim (the embedded engine), sglang, or vllm (vLLM on CPU serving a tiny local model)",
     )
     profile: Path | None = Field(
         None, description="launch profile (TOML); default: the bundled profile for --backend"

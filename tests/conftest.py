@@ -10,6 +10,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SGLANG_ENV = Path(os.environ.get("REPRO_SGLANG_ENV", REPO_ROOT / ".cache" / "sglang-0.5.23"))
+# Where the vLLM profile looks by default ({repo_root}/.cache/...): the tests use its defaults.
+VLLM_ENV = REPO_ROOT / ".cache" / "vllm-0.32"
+TINY_MODEL = REPO_ROOT / ".cache" / "tiny-qwen2"
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +33,23 @@ def sglang_python() -> Path:
         timeout=900,
     )
     return SGLANG_ENV / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """vLLM 0.32.0 on CPU torch (scripts/build-vllm-env) and the tiny model it serves
+    (scripts/build-tiny-model), where the vLLM profile looks by default.
+
+    Built on first use like the SGLang environment (about a minute idle, 2.3 GB); later runs
+    reuse both. Never skipped: the real-engine tests are part of CI.
+    """
+    subprocess.run(
+        [str(REPO_ROOT / "scripts" / "build-vllm-env"), str(VLLM_ENV)], check=True, timeout=900
+    )
+    python = VLLM_ENV / "bin" / "python"
+    build_model = [str(python), str(REPO_ROOT / "scripts" / "build-tiny-model"), str(TINY_MODEL)]
+    subprocess.run(build_model, check=True, timeout=300)
+    return python
 
 
 @pytest.fixture

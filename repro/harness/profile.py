@@ -10,7 +10,8 @@ Its tables:
     [knobs.K]     values, default, and per value what each role gets: args, env, or a
                   replacement command (with its own health path and extra ports); or
                   `unmapped` (the engine has no such switch)
-    [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
+    [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the
+                  rest; how long the probe may take (timeout_s)
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
 Placeholders follow str.format's rules: `{name}` is filled, `{{` and `}}` are literal braces.
@@ -80,7 +81,7 @@ class RoleSpec(_Strict):
     ports: list[str] = Field(default_factory=list, description="extra named ports to allocate")
     prefix: list[str] = Field(default_factory=list, description="e.g. ssh to a remote host (seam)")
     router: bool = False
-    preflight: Literal["sglang-server", "sglang-router"] | None = Field(
+    preflight: Literal["sglang-server", "sglang-router", "vllm-server"] | None = Field(
         None, description="whose own argument parser checks this role's argv before launch"
     )
 
@@ -95,6 +96,9 @@ class ExtraFlag(_Strict):
 
 class PreflightSpec(_Strict):
     extra_flags: list[ExtraFlag] = Field(default_factory=list)
+    # Importing the engine's parser is the slow part: SGLang about 2 s, vLLM about 8 s idle,
+    # and a minute or more on a loaded machine.
+    timeout_s: float = Field(120.0, gt=0, description="deadline for the parser probe")
 
 
 class TopologySpec(_Strict):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from repro.errors import UsageError
-from repro.harness import _sglang_probe as probe
+from repro.harness import _engine_probe as probe
 from repro.harness.plan import RolePlan
 from repro.harness.preflight import PROBE_SOURCE, _split_command
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from repro.errors import EXIT_ERROR, UsageError
-from repro.harness import plan as plan_module
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.preflight import PreflightReport, check_plans, preflight
 from repro.harness.profile import Profile, load_profile
@@ -31,16 +30,6 @@ BAD_SERVER_ARGS = {
 @pytest.fixture(scope="module")
 def upstream(repo_root: Path) -> Profile:
     return load_profile(repo_root / "repro" / "profiles" / "sglang-0.5.23.toml")
-
-
-@pytest.fixture(scope="module")
-def fixed_ports():
-    """Ports do not matter to a parser; fixed ones let identical role argvs be checked once."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            plan_module, "free_ports", lambda count, host="": list(range(41000, 41000 + count))
-        )
-        yield
 
 
 def plan_for(profile: Profile, python: Path, knobs=None, server_args=(), **settings) -> LaunchPlan:

@@ -1,11 +1,12 @@
-"""Preflight probe: runs inside the engine's own interpreter and checks argvs with SGLang's parsers.
+"""Preflight probe: runs inside the engine's own interpreter and checks argvs with its own parsers
+(SGLang's server and router, vLLM's `vllm serve`).
 
-Standalone on purpose: that interpreter has sglang and sglang_router but not repro, so this
-file imports only the standard library and what it checks. repro sends this source to
+Standalone on purpose: that interpreter has the engine but not repro, so this file imports
+only the standard library and what it checks. repro sends this source to
 `PYTHON -` on stdin followed by one `main(REQUEST_JSON)` line (so it also works through a
-remote prefix such as ssh); by hand: `PYTHON _sglang_probe.py request.json`.
+remote prefix such as ssh); by hand: `PYTHON _engine_probe.py request.json`.
 
-Request: {"checks": [{"id", "kind": "sglang-server"|"sglang-router", "argv", "env"}],
+Request: {"checks": [{"id", "kind": "sglang-server"|"sglang-router"|"vllm-server", "argv", "env"}],
           "extra_flags": [{"flag", "takes_value", "choices"}]}
 Answer, one stdout line: REPRO-PREFLIGHT {"python", "versions", "results": [{"id", "problems",
 "warnings"}]}
@@ -60,8 +61,10 @@ def without_option(argv: list[str], option_strings: tuple[str, ...]) -> list[str
     return kept
 
 
-def describe_unknown(parser: argparse.ArgumentParser, extras: list[str]) -> list[str]:
-    """Why each leftover token is wrong; an abbreviation names what SGLang's launcher would take."""
+def describe_unknown(
+    parser: argparse.ArgumentParser, extras: list[str], engine: str = "SGLang"
+) -> list[str]:
+    """Why each leftover token is wrong; an abbreviation names what the engine's launcher would take."""
     known = sorted(parser._option_string_actions)
     problems, after_unknown_option = [], False
     for token in extras:
@@ -74,7 +77,7 @@ def describe_unknown(parser: argparse.ArgumentParser, extras: list[str]) -> list
         prefixed = [k for k in known if k.startswith(name) and k.startswith("--")]
         if len(prefixed) == 1:
             why = (
-                f"not a flag; SGLang's own launcher (abbreviations on) would silently "
+                f"not a flag; {engine}'s own launcher (abbreviations on) would silently "
                 f"take it as {prefixed[0]}: write the full name"
             )
         elif prefixed:
@@ -86,7 +89,7 @@ def describe_unknown(parser: argparse.ArgumentParser, extras: list[str]) -> list
     return problems
 
 
-def parse_collecting(parser: argparse.ArgumentParser, argv: list[str]):
+def parse_collecting(parser: argparse.ArgumentParser, argv: list[str], engine: str = "SGLang"):
     """Parse, dropping each option argparse rejects and retrying, so all bad options are named."""
     problems: list[str] = []
     remaining = list(argv)
@@ -99,7 +102,7 @@ def parse_collecting(parser: argparse.ArgumentParser, argv: list[str]):
         except Rejected as exc:
             rejected = exc
         else:
-            return namespace, problems + describe_unknown(parser, extras)
+            return namespace, problems + describe_unknown(parser, extras, engine)
         problems.append(str(rejected))
         shorter = without_option(remaining, rejected.option_strings)
         if not rejected.option_strings or shorter == remaining:
@@ -109,18 +112,22 @@ def parse_collecting(parser: argparse.ArgumentParser, argv: list[str]):
 
 
 @contextlib.contextmanager
-def captured_warnings(into: list[str]):
-    """SGLang reports deprecated flags through logging and print; keep them as warnings."""
+def captured_warnings(into: list[str], loggers: tuple[str, ...] = ("",)):
+    """Engines report deprecated flags through logging and print; keep them as warnings.
+
+    vLLM's logger does not propagate to the root, so it is named in `loggers` too.
+    """
     handler = logging.Handler(logging.WARNING)
     handler.emit = lambda record: into.append(_ANSI.sub("", record.getMessage()))
-    root = logging.getLogger()
-    root.addHandler(handler)
+    for name in loggers:
+        logging.getLogger(name).addHandler(handler)
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             yield
     finally:
-        root.removeHandler(handler)
+        for name in loggers:
+            logging.getLogger(name).removeHandler(handler)
         into.extend(line for line in _ANSI.sub("", printed.getvalue()).splitlines() if line)
 
 
@@ -262,11 +269,95 @@ class RouterChecker:
         return problems, warnings
 
 
+class VllmServerChecker:
+    """`vllm serve`'s own parser (FlexibleArgumentParser + make_arg_parser), abbreviations off.
+
+    vLLM rewrites argv before argparse sees it (underscores to dashes, `-O3`, dotted keys
+    such as `--compilation-config.mode 0` merged into JSON), so that rewrite runs first; then
+    the parse, the checks `vllm serve` makes before loading (validate_parsed_serve_args) and
+    AsyncEngineArgs.from_cli_args. Not checked: create_engine_config, which needs the model
+    and the device.
+    """
+
+    def __init__(self, extra_flags: list[dict]):
+        from vllm import envs
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        class Rewritten(Exception):
+            """Carries argv as FlexibleArgumentParser.parse_args hands it to argparse."""
+
+        class StopAfterRewrite(argparse.ArgumentParser):
+            def parse_args(self, args=None, namespace=None):
+                raise Rewritten(list(args or []))
+
+        # MRO: vLLM's parser, then the rewrite stop, then errors raised instead of exiting.
+        class Parser(FlexibleArgumentParser, StopAfterRewrite, CheckingParser):
+            pass
+
+        self.rewritten = Rewritten
+        self.parser = make_arg_parser(
+            Parser(prog="vllm serve", allow_abbrev=False, exit_on_error=False)
+        )
+        add_extra_flags(self.parser, extra_flags)
+        self.validate = validate_parsed_serve_args
+        self.engine_args = AsyncEngineArgs
+        self.env_readers = envs.environment_variables
+
+    def check(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], list[str]]:
+        problems: list[str] = []
+        warnings: list[str] = []
+        if argv[:1] != ["serve"]:
+            return [
+                f"the command must be `-m vllm.entrypoints.cli.main serve MODEL ...`, not {argv[:1]}"
+            ], []
+        with role_environment(env), captured_warnings(warnings, ("", "vllm")):
+            try:
+                self.parser.parse_args(argv[1:])
+            except self.rewritten as rewritten:
+                argv = rewritten.args[0]
+            except Exception as exc:  # --config unreadable, or `--model` misuse
+                return [f"vLLM rejected the command line: {exc}"], warnings
+            namespace, problems = parse_collecting(self.parser, argv, engine="vLLM")
+            if namespace is not None:
+                try:
+                    self.validate(namespace)
+                    self.engine_args.from_cli_args(namespace)
+                except Exception as exc:  # any refusal is a finding, reported by name
+                    problems.append(f"vLLM rejected the values: {exc}")
+            env_problems, env_warnings = self._check_environment(env)
+        return problems + env_problems, warnings + env_warnings
+
+    def _check_environment(self, env: dict[str, str]) -> tuple[list[str], list[str]]:
+        """Each VLLM_* variable as vllm/envs.py reads it (inside role_environment)."""
+        problems, warnings = [], []
+        for key, value in env.items():
+            if not key.startswith("VLLM_"):
+                continue
+            reader = self.env_readers.get(key)
+            if reader is None:
+                warnings.append(f"{key} is not declared in vllm/envs.py; vLLM ignores it")
+                continue
+            try:
+                reader()
+            except Exception as exc:
+                problems.append(f"{key}={value!r}: {exc}")
+        return problems, warnings
+
+
+CHECKERS = {
+    "sglang-server": ("sglang.srt.server_args", ServerChecker),
+    "sglang-router": ("sglang_router", lambda extra_flags: RouterChecker()),
+    "vllm-server": ("vllm.entrypoints.launchers.cli_args", VllmServerChecker),
+}
+
+
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
     found = {}
-    for dist in ("sglang", "sglang-router"):
+    for dist in ("sglang", "sglang-router", "vllm"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             found[dist] = metadata.version(dist)
     return found
@@ -275,10 +366,10 @@ def _versions() -> dict[str, str]:
 def _checker(kind: str, extra_flags: list[dict], cache: dict):
     """One checker per kind; an import failure is remembered and reported for every role."""
     if kind not in cache:
+        module, make = CHECKERS[kind]
         try:
-            cache[kind] = ServerChecker(extra_flags) if kind == "sglang-server" else RouterChecker()
+            cache[kind] = make(extra_flags)
         except Exception as exc:
-            module = "sglang.srt.server_args" if kind == "sglang-server" else "sglang_router"
             cache[kind] = f"cannot import {module} in {sys.executable}: {type(exc).__name__}: {exc}"
     return cache[kind]
 

@@ -1,0 +1,84 @@
+"""The positive control at scale: the embedded engine behind `repro proxy`, rule off and splice.
+
+    python bench/proxy_control.py [--sessions 100] [--context-max 40000] [--rate 0.05]
+
+Runs `repro run` twice on repro/profiles/examples/sim-behind-proxy.toml (single server, fp8:
+a clean engine): once with the rule off, once splicing at the chosen rate from 2 streams in
+flight. For each it prints the turns judged, the injections the proxy logged, how many of
+them the run caught, the corrupted turns no injection explains, and the measured corruption
+rate with its 95% Wilson interval against the injected rate (injections / streams) and the
+rule's nominal rate (a victim whose answer has no tool-call text cannot be corrupted, and the
+last streams of a run may have too few others in flight, so fewer are injected), and the
+proxy's own CPU time for the bytes it streamed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from repro.proxy import match_run, read_injection_log
+from repro.results.reading import read_run
+from repro.results.stats import wilson
+from repro.spec import PROFILES_DIR
+
+PROFILE = PROFILES_DIR / "examples" / "sim-behind-proxy.toml"
+
+
+def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nominal: float) -> str:
+    argv = [sys.executable, "-m", "repro", "run", "--profile", str(PROFILE),
+            "--sessions", str(sessions), "--context-max", str(context_max), "--out", str(out),
+            *(a for k in knobs for a in ("--knob", k))]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"repro run exited {done.returncode}: {done.stderr[-2000:]}")
+    wall_s = time.monotonic() - started
+    summary = read_run(out).summary
+    log = read_injection_log(out / "logs" / "proxy.log")
+    match = match_run(out, out / "logs" / "proxy.log")
+    streams = log.summary["streams"] if log.summary else float("nan")
+    cpu = (
+        f"{log.summary['cpu_s']:.1f} s for {log.summary['streamed_bytes'] / 1e6:.0f} MB"
+        if log.summary
+        else "?"
+    )
+    judged = summary.turns
+    measured = wilson(summary.turns_corrupted, judged)
+    injected_rate = match.injected / streams
+    inside = measured.low <= injected_rate <= measured.high
+    holds_nominal = measured.low <= nominal <= measured.high
+    return (
+        f"| {' '.join(knobs) or 'proxy_rule=off'} | {judged} | {streams} | "
+        f"{log.summary['victims'] if log.summary else '?'} | {match.injected} | {match.detected} | "
+        f"{len(match.unexplained)} | {summary.turns_corrupted}/{judged} = "
+        f"{summary.turns_corrupted / judged:.2%} [{measured.low:.2%}, {measured.high:.2%}] | "
+        f"{injected_rate:.2%} | {'yes' if inside else 'NO'} | {nominal:.0%}: "
+        f"{'yes' if holds_nominal else 'NO'} | {wall_s:.0f} s | {cpu} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--context-max", type=int, default=40_000)
+    parser.add_argument("--rate", default="0.05", choices=["0.01", "0.05", "0.2", "1"])
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="repro-proxy-"))
+    print(f"`python bench/proxy_control.py --sessions {args.sessions} --context-max "
+          f"{args.context_max} --rate {args.rate}` (runs in {root})\n")  # fmt: skip
+    print("| rule | turns judged | streams | victims drawn | injected | caught | corrupted, "
+          "not injected | measured turn corruption [95% Wilson] | injected rate | "
+          "interval holds it | interval holds the rule's rate | wall | proxy CPU |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(one_run(root / "off", args.sessions, args.context_max, [], 0.0))
+    splice = ["proxy_rule=splice", f"proxy_rate={args.rate}", "proxy_min_streams=2"]
+    print(one_run(root / "splice", args.sessions, args.context_max, splice, float(args.rate)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""Corrupt chosen SSE streams on purpose, under a rule, and record every injection.
+
+Each stream gets a seeded draw when it starts: with probability `rate` it becomes a victim,
+and the injection point is its k-th target event (k seeded, 1..4). A target event carries
+judged text (content or tool-call arguments); with `target=calls` only once the stream is
+inside a tool call (parsed arguments, or a call marker seen in the content): that is where
+a validity checker must see corruption, while prose around calls may legitimately say
+anything. There the rule is applied only if at least `min_streams` streams are in flight
+(and, for a splice, another stream has answer text to give); otherwise the next target
+event tries again. Streams that are not victims pass through as the bytes arrived, unparsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from repro.proxy import sse
+
+TAIL_BYTES = 4096  # recent bytes kept per stream as splice material
+MAX_TARGET_EVENT = 4  # the injection lands within a stream's first few target events
+# Where raw tool-call markup starts in the content, for the formats repro meets:
+# DeepSeek-V3.2 DSML, hermes (Qwen and the tiny model), Mistral, Llama 3 / 4.
+CALL_MARKERS = ("｜DSML｜", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
+MARKER_WINDOW = max(len(m) for m in CALL_MARKERS) - 1  # a marker may span two deltas
+
+
+class RuleKind(StrEnum):
+    OFF = "off"
+    SPLICE = "splice"  # bytes from another in-flight stream inserted into this one's text
+    DROP = "drop"  # bytes removed from a tool-call argument (or the content carrying calls)
+    CUT = "cut"  # the text stops early; the stream still ends normally
+
+
+class Target(StrEnum):
+    CALLS = "calls"  # text inside tool calls only: what a validity checker must catch
+    ANY = "any"  # any answer text: what the divergence oracle must catch
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionRule:
+    kind: RuleKind = RuleKind.OFF
+    min_streams: int = 2
+    rate: float = 0.05
+    seed: int = 0
+    span_bytes: int = 24  # characters spliced in or dropped
+    target: Target = Target.CALLS
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One corruption the proxy made: enough to find the turn again and see what changed."""
+
+    stream: int  # the stream's ordinal at the proxy, from 0
+    rule: str
+    at_s: float  # wall clock (time.time())
+    in_flight: int
+    target_event: int  # the k-th target event
+    field: str
+    position: int  # character offset in that event's text
+    text: str  # spliced in, dropped, or (cut) the first text withheld
+    donor: int | None
+    request_sha256: str
+    response_id: str
+
+    def to_json(self) -> dict:
+        return {"event": "injection", **asdict(self)}
+
+
+class InFlight:
+    """The streams open right now and, when splicing, each one's most recent bytes."""
+
+    def __init__(self, keep_tails: bool) -> None:
+        self.keep_tails = keep_tails
+        self.tails: dict[int, bytearray] = {}
+
+    def __len__(self) -> int:
+        return len(self.tails)
+
+    def open(self, ordinal: int) -> None:
+        self.tails[ordinal] = bytearray()
+
+    def close(self, ordinal: int) -> None:
+        self.tails.pop(ordinal, None)
+
+    def feed(self, ordinal: int, chunk: bytes) -> None:
+        if self.keep_tails and (tail := self.tails.get(ordinal)) is not None:
+            tail += chunk
+            if len(tail) > TAIL_BYTES:
+                del tail[:-TAIL_BYTES]
+
+    def donor_text(self, excluding: int, span: int, rng: random.Random) -> tuple[int, str] | None:
+        """The last `span` characters of text some other stream sent recently."""
+        candidates = []
+        for ordinal, tail in self.tails.items():
+            if ordinal == excluding:
+                continue
+            # The tail's first event may be cut at its start: skip to the first separator.
+            start = tail.find(sse.SEPARATOR)
+            events = sse.split_events(bytearray(tail[start + 2 :])) if start >= 0 else []
+            # Answer text only (content, arguments): reasoning is not what a splice mixes up.
+            texts = (sse.judged_text(p) for e in events if (p := sse.parse(e)) is not None)
+            text = "".join(t.text for t in texts if t is not None)
+            if text.strip():
+                candidates.append((ordinal, text[-span:]))
+        return rng.choice(candidates) if candidates else None
+
+
+class Injector:
+    """Wraps each SSE stream; `report` receives every Injection as it is made."""
+
+    def __init__(self, rule: InjectionRule, report: Callable[[Injection], None]) -> None:
+        self.rule = rule
+        self.report = report
+        self.in_flight = InFlight(keep_tails=rule.kind is RuleKind.SPLICE)
+        self.streams = 0
+        self.victims = 0
+        self.injected = 0
+        self.streamed_bytes = 0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "streams": self.streams,
+            "victims": self.victims,
+            "injected": self.injected,
+            "streamed_bytes": self.streamed_bytes,
+        }
+
+    async def tap(self, chunks: AsyncIterator[bytes], request_body: bytes) -> AsyncIterator[bytes]:
+        ordinal = self.streams
+        self.streams += 1
+        rng = random.Random(f"{self.rule.seed}:{ordinal}")
+        victim = None
+        if self.rule.kind is not RuleKind.OFF and rng.random() < self.rule.rate:
+            self.victims += 1
+            victim = _Victim(self, ordinal, rng, request_body)
+        self.in_flight.open(ordinal)
+        try:
+            async for chunk in chunks:
+                self.streamed_bytes += len(chunk)
+                self.in_flight.feed(ordinal, chunk)
+                yield chunk if victim is None else victim.feed(chunk)
+            if victim is not None and victim.buffer:
+                yield bytes(victim.buffer)  # an unterminated last event, as it came
+        finally:
+            self.in_flight.close(ordinal)
+
+    def inject(self, victim: _Victim, payload: dict, where: sse.JudgedText) -> Injection | None:
+        """Apply the rule to this event if the conditions hold now; None to try a later event."""
+        rule, rng = self.rule, victim.rng
+        in_flight = len(self.in_flight)
+        if in_flight < rule.min_streams:
+            return None
+        donor = None
+        text = where.text
+        if rule.kind is RuleKind.SPLICE:
+            found = self.in_flight.donor_text(victim.ordinal, rule.span_bytes, rng)
+            if found is None:
+                return None
+            donor, material = found
+            position = rng.randint(0, len(text))
+            changed = text[:position] + material + text[position:]
+        elif rule.kind is RuleKind.DROP:
+            position = rng.randrange(len(text))
+            material = text[position : position + rule.span_bytes]
+            changed = text[:position] + text[position + rule.span_bytes :]
+        else:  # CUT: keep a prefix of this event's text and nothing after it
+            position = rng.randrange(len(text))
+            material = text[position:]
+            changed = text[:position]
+        sse.replace_judged_text(payload, where, lambda _: changed)
+        self.injected += 1
+        injection = Injection(
+            stream=victim.ordinal,
+            rule=rule.kind.value,
+            at_s=time.time(),
+            in_flight=in_flight,
+            target_event=victim.target_events,
+            field=where.field,
+            position=position,
+            text=material,
+            donor=donor,
+            request_sha256=hashlib.sha256(victim.request_body).hexdigest(),
+            response_id=str(payload.get("id", "")),
+        )
+        self.report(injection)
+        return injection
+
+
+class _Victim:
+    """A stream chosen for corruption: parsed event by event until the injection is made
+    (to its end for a cut, which withholds all later text), raw bytes after that."""
+
+    def __init__(self, injector: Injector, ordinal: int, rng: random.Random, body: bytes) -> None:
+        self.injector = injector
+        self.ordinal = ordinal
+        self.rng = rng
+        self.request_body = body
+        self.target_event = rng.randint(1, MAX_TARGET_EVENT)
+        self.target_events = 0
+        self.in_call = injector.rule.target is Target.ANY
+        self.recent_content = ""  # the last few characters, to see a marker split over deltas
+        self.injected = False
+        self.is_cut = injector.rule.kind is RuleKind.CUT
+        self.buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.injected and not self.is_cut:
+            return chunk
+        self.buffer += chunk
+        out = [self._event(event) for event in sse.split_events(self.buffer)]
+        if self.injected and not self.is_cut:
+            out.append(bytes(self.buffer))  # the rest of a split event, untouched
+            self.buffer.clear()
+        return b"".join(out)
+
+    def _event(self, event: bytes) -> bytes:
+        payload = sse.parse(event)
+        if payload is None:
+            return event
+        if self.injected:
+            if not self.is_cut:
+                return event
+            # A cut withholds all later text; finish reason, usage and [DONE] still come.
+            return sse.serialize(payload) if sse.drop_later_text(payload) else b""
+        where = sse.judged_text(payload)
+        if where is None or not where.text.strip() or not self._inside_call(where):
+            return event
+        self.target_events += 1
+        if self.target_events < self.target_event:
+            return event
+        if self.injector.inject(self, payload, where) is None:
+            return event
+        self.injected = True
+        return sse.serialize(payload)
+
+    def _inside_call(self, where: sse.JudgedText) -> bool:
+        """Whether this event's text is tool-call text (always, with target=any)."""
+        if self.in_call or where.field != "content":
+            return True
+        seen = self.recent_content + where.text
+        for marker in CALL_MARKERS:
+            at = seen.find(marker)
+            if at >= 0:
+                self.in_call = True
+                return False  # the opening event may hold prose too: the events after it count
+        self.recent_content = seen[-MARKER_WINDOW:]
+        return False
