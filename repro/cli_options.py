@@ -247,7 +247,7 @@ def exit_on_error() -> Iterator[None]:
         yield
     except ReproError as exc:
         # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
-        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
+        errors.print(f"[red]{exc.label}:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except OSError as exc:
         if exc.filename is None:  # not about a path the user gave: a bug, with its traceback
