@@ -13,7 +13,7 @@ import typer
 
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
-from repro.errors import EngineError, UsageError
+from repro.errors import UsageError
 
 if TYPE_CHECKING:
     from repro.results.summary import RunSummary
@@ -48,6 +48,7 @@ Html = Annotated[
 
 
 def _run(spec: RunSpec, out: Path | None) -> RunSummary:
+    """The run with its live panel, then its summary; shown too when a signal stopped it."""
     from repro.harness.progress import Progress
     from repro.harness.run import Interrupted, run
     from repro.results.report import render_summary
@@ -56,12 +57,8 @@ def _run(spec: RunSpec, out: Path | None) -> RunSummary:
         with Progress(console, "repro run") as progress:
             summary = run(spec, out, progress)
     except Interrupted as stop:
-        if stop.summary is not None:
-            render_summary(stop.summary, Path(stop.summary.run_dir), console)
-        errors.print(
-            "interrupted: the run folder holds every turn finished before the interruption"
-        )
-        raise typer.Exit(stop.exit_code) from None
+        render_summary(stop.summary, Path(stop.summary.run_dir), console)
+        raise
     render_summary(summary, Path(summary.run_dir), console)
     return summary
 
@@ -73,8 +70,10 @@ def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> 
     with exit_on_error():
         spec = o.build_spec(**options)
         if not dry_run:
-            if (wedge := _run(spec, out).wedge) is not None:  # README: a wedged engine is exit 2
-                raise EngineError(f"Wedged: {wedge}.")
+            from repro.harness.run import unvouched
+
+            if (problem := unvouched(_run(spec, out))) is not None:  # README: exit 2
+                raise problem
             return
         from repro.harness.dry_run import render_plan
         from repro.harness.run import resolve
@@ -95,16 +94,22 @@ def gate(
     junit: Junit = None,
     out: o.Out = None,
 ) -> None:
-    """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 when the run cannot
-    vouch (engine error, wedge, failed turns, no turn judged)."""
-    from repro.results.gate import Threshold, decide, gate_records, write_junit
+    """A run plus a verdict: exit 1 when corruption is above --max-corruption (even if some
+    turns failed), 2 when the run cannot decide (engine error, wedge, failed turns, no turn
+    judged), 130 when interrupted, 0 otherwise. --junit is written on every way out."""
+    from repro.harness.run import RunStopped
+    from repro.results.gate import Threshold, decide, gate_records, junit_on_error, write_junit
     from repro.results.store import check_output_file
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
         if junit is not None:
             check_output_file("--junit", junit)
-        summary = _run(o.build_spec(**options), out)
+        with junit_on_error(junit):
+            try:
+                summary = _run(o.build_spec(**options), out)
+            except RunStopped as stop:  # an engine error or a signal: judged all the same
+                summary = stop.summary
         verdict = decide(summary, threshold)
         if junit is not None:
             write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
