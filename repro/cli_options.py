@@ -32,7 +32,12 @@ def _field(name: str) -> Any:
     return RunSpec.model_fields[name]
 
 
+# RunSpec field -> the option that sets it, so a refused value is named as the user typed it.
+OPTION_OF: dict[str, str] = {"context_max_tokens": "--context-max"}
+
+
 def _opt(flag: str, field: str, panel: str = RUN, **kwargs: Any) -> Any:
+    OPTION_OF[field] = flag
     return typer.Option(flag, help=_field(field).description, rich_help_panel=panel, **kwargs)
 
 
@@ -158,7 +163,12 @@ def build_spec(
     except ValueError as exc:
         raise UsageError(f"--server-args cannot be split like a shell line: {exc}.") from None
     return RunSpec.build(
-        knobs=knobs, settings=chosen, server_args=extra, context_max_tokens=context_max, **fields
+        OPTION_OF,
+        knobs=knobs,
+        settings=chosen,
+        server_args=extra,
+        context_max_tokens=context_max,
+        **fields,
     )
 
 
