@@ -121,9 +121,13 @@ def remove_cgroup(path: Path, wait_s: float = 1.0) -> None:
 
 
 def _living_descendants(root: int) -> set[int]:
-    """Processes below `root` that are not zombies, from /proc."""
+    """Processes below `root` that are not zombies, from /proc (none found without one)."""
     children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc (macOS): the process group is all there is to go by
+        return set()
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
