@@ -374,6 +374,8 @@ def _damage(run: Path, draw: st.DrawFn) -> None:
             path.write_text(json.dumps(draw(json_values)))
         else:
             data = json.loads(path.read_text())
+            if not isinstance(data, dict) or not data:  # an earlier damage replaced it
+                return
             key = draw(st.sampled_from(sorted(data)))
             if draw(st.booleans()):
                 del data[key]
