@@ -98,13 +98,19 @@ def gate(
     turns failed), 2 when the run cannot decide (engine error, wedge, failed turns, no turn
     judged), 130 when interrupted, 0 otherwise. --junit is written on every way out."""
     from repro.harness.run import RunStopped
-    from repro.results.gate import Threshold, decide, gate_records, junit_on_error, write_junit
-    from repro.results.store import check_output_file
+    from repro.results.gate import (
+        Threshold,
+        check_junit_path,
+        decide,
+        gate_records,
+        junit_on_error,
+        write_junit,
+    )
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
         if junit is not None:
-            check_output_file("--junit", junit)
+            check_junit_path(junit)
         with junit_on_error(junit):
             try:
                 summary = _run(o.build_spec(**options), out)

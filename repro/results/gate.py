@@ -112,6 +112,16 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
+def check_junit_path(path: Path) -> None:
+    """Refuse, before any run, a --junit path that could not be written, or whose writing
+    would wait forever (a pipe with no reader)."""
+    from repro.results.store import check_output_file
+
+    check_output_file("--junit", path)
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--junit {path} is not a regular file; give the path of a file to write.")
+
+
 def gate_records(run_dir: Path) -> list[TurnRecord]:
     """The run's turns, read back from turns.parquet (none when no load ran or it is damaged:
     the JUnit file is written all the same)."""

@@ -134,3 +134,14 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path:
     blocker.write_text("")
     with pytest.raises(UsageError, match="a-file is a file, not a folder"):
         check_output_file("--junit", blocker / "junit.xml")
+
+
+def test_a_pipe_given_as_junit_is_refused_before_the_run(tmp_path: Path) -> None:
+    import os
+
+    from repro.results.gate import check_junit_path
+
+    os.mkfifo(tmp_path / "junit.xml")  # writing it would wait for a reader forever
+    with pytest.raises(UsageError, match="is not a regular file"):
+        check_junit_path(tmp_path / "junit.xml")
+    check_junit_path(tmp_path / "new.xml")
