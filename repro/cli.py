@@ -119,7 +119,11 @@ def gate(
         verdict = decide(summary, threshold)
         if junit is not None:
             write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
-        (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
+        (console if verdict.exit_code == 0 else errors).print(
+            verdict.message,
+            markup=False,
+            soft_wrap=True,  # one line: CI logs are grepped
+        )
         raise typer.Exit(verdict.exit_code)
 
 
