@@ -150,10 +150,13 @@ class Deployment:
 
 
 @contextlib.asynccontextmanager
-async def launch(plan: LaunchPlan, logs_dir: Path) -> AsyncIterator[Deployment]:
-    """Start the plan; yield once every role is healthy; tear down on every way out."""
+async def launch(
+    plan: LaunchPlan, logs_dir: Path, start_role: RoleStarter = LocalRole
+) -> AsyncIterator[Deployment]:
+    """Start the plan (each role through `start_role`: on this host by default); yield once
+    every role is healthy; tear down on every way out."""
     logs_dir.mkdir(parents=True, exist_ok=True)
-    deployment = Deployment(plan, logs_dir)
+    deployment = Deployment(plan, logs_dir, start_role)
     try:
         await deployment.start()
         yield deployment
