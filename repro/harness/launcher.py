@@ -36,7 +36,11 @@ class Role(Protocol):
 
     @property
     def exit_code(self) -> int | None:
-        """None while it runs; then its exit code, or minus the signal that killed it."""
+        """None while its main process runs; then its exit code, or minus the signal."""
+
+    @property
+    def stopped(self) -> bool:
+        """Every process of the role is gone."""
 
     def stop(self) -> None:
         """Ask every process of the role to stop: TERM, the stop timeout, then KILL."""
@@ -137,10 +141,10 @@ class Deployment:
         for role in reversed(self.roles):
             role.stop()
         deadline = time.monotonic() + self.plan.stop_timeout_s + STOP_SLACK_S
-        while any(r.exit_code is None for r in self.roles) and time.monotonic() < deadline:
+        while not all(r.stopped for r in self.roles) and time.monotonic() < deadline:
             await anyio.sleep(0.05)
         for role in self.roles:
-            if role.exit_code is None:
+            if not role.stopped:
                 role.force()
 
     def hurry(self) -> None:

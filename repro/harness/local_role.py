@@ -21,6 +21,19 @@ from repro.harness.plan import RolePlan
 from repro.harness.supervisor import kill_cgroup, remove_cgroup
 
 HANDSHAKE_TIMEOUT_S = 10.0  # a supervisor answers in milliseconds; this bounds a broken one
+REPORT_WAIT_S = 1.0  # the engine was collected: its supervisor writes how it ended at once
+
+
+def zombie_exit_code(pid: int) -> int | None:
+    """How a process that exited but was not collected yet ended (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    if fields[0] != "Z" or len(fields) < 50:
+        return None
+    return os.waitstatus_to_exitcode(int(fields[49]))  # field 52: the wait status
+
 
 _lifeline: tuple[int, int] | None = None
 _live: set[LocalRole] = set()
@@ -66,12 +79,13 @@ class LocalRole:
         answer = self._handshake(job | {"stop_timeout_s": stop_timeout_s})
         if "error" in answer:
             self.supervisor.wait()
-            _live.discard(self)
+            self._done()
             raise EngineError(
                 f"Cannot start the {plan.name} role ({plan.argv[0]}): {answer['error']}."
             )
         self.pid: int = answer["pid"]
         self.cgroup = Path(answer["cgroup"]) if answer.get("cgroup") else None
+        self._exit: int | None = None
 
     def _handshake(self, job: dict) -> dict:
         """Send the job; read the supervisor's one-line answer within a deadline."""
@@ -81,7 +95,6 @@ class LocalRole:
             self.supervisor.stdin.close()
         ready, _, _ = select.select([self.supervisor.stdout], [], [], HANDSHAKE_TIMEOUT_S)
         line = self.supervisor.stdout.readline() if ready else b""
-        self.supervisor.stdout.close()
         try:
             return json.loads(line)
         except ValueError:
@@ -90,11 +103,46 @@ class LocalRole:
 
     @property
     def exit_code(self) -> int | None:
-        """The engine's: the supervisor exits as its main process did."""
-        code = self.supervisor.poll()
+        """The engine's main process's, as soon as it has exited: a run that ends right after
+        its engine died must not be taken for a complete one."""
+        if self._exit is None:
+            self._exit = self._engine_exit()
+        return self._exit
+
+    @property
+    def stopped(self) -> bool:
+        """Every process of the role is gone: the supervisor has finished and exited."""
+        if self.supervisor.poll() is None:
+            return False
+        self._done()
+        return True
+
+    def _done(self) -> None:
+        _live.discard(self)
+        if self.supervisor.stdout is not None:
+            self.supervisor.stdout.close()
+
+    def _engine_exit(self) -> int | None:
+        code = self.supervisor.poll()  # it exits as the engine did, after cleaning up
         if code is not None:
-            _live.discard(self)
-        return code
+            self._done()
+            return code
+        zombie = zombie_exit_code(self.pid)  # dead, not yet collected by the supervisor
+        if zombie is not None or Path(f"/proc/{self.pid}").exists() or not Path("/proc").exists():
+            return zombie
+        return self._reported_exit()  # collected: the supervisor says how it ended
+
+    def _reported_exit(self) -> int | None:
+        """The supervisor's {"exit": CODE} line, written as it collects the engine."""
+        assert self.supervisor.stdout is not None
+        if self.supervisor.stdout.closed:
+            return None
+        ready, _, _ = select.select([self.supervisor.stdout], [], [], REPORT_WAIT_S)
+        if not ready:
+            return None
+        with contextlib.suppress(ValueError):
+            return json.loads(self.supervisor.stdout.readline()).get("exit")
+        return None
 
     def stop(self) -> None:
         """TERM, the profile's stop timeout, then KILL: every process of the role."""
@@ -115,7 +163,7 @@ class LocalRole:
             remove_cgroup(cgroup)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.supervisor.wait(timeout=1.0)
-        _live.discard(self)
+        self._done()
 
     def _signal_supervisor(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -3,7 +3,8 @@ that command leads to, when asked, when the command dies, and when repro dies (S
 
 repro starts one per role (`python -m repro.harness.supervisor --role R --log PATH
 --lifeline FD`) in a session of its own, sends the command as one JSON object on stdin,
-and reads one JSON line back: {"pid": P, "cgroup": PATH-or-null} or {"error": SENTENCE}.
+and reads one JSON line back: {"pid": P, "cgroup": PATH-or-null} or {"error": SENTENCE};
+if the engine later exits on its own, one more, {"exit": CODE}, before the cleanup.
 Then the supervisor
 
 - is a child subreaper (Linux), so a process that leaves its parent (a daemon's double
@@ -269,10 +270,13 @@ def _exit_like(status: int | None) -> None:
     sys.exit(os.waitstatus_to_exitcode(status))
 
 
-def _answer(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-    sys.stdout.close()
+def _tell(message: dict, last: bool = False) -> None:
+    """One JSON line to repro; repro may be gone already, which is no error here."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+        if last:
+            sys.stdout.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -293,10 +297,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         supervision.start(job["argv"], job["env"], args.log)
     except OSError as exc:
-        _answer({"error": exc.strerror or str(exc)})
+        _tell({"error": exc.strerror or str(exc)}, last=True)
         sys.exit(127)
     cgroup = str(supervision.cgroup) if supervision.cgroup else None
-    _answer({"pid": supervision.pid, "cgroup": cgroup})
+    _tell({"pid": supervision.pid, "cgroup": cgroup})
 
     orphaned = False
     while supervision.status is None and supervision.requested is None:
@@ -304,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
             orphaned = True
             break
         supervision.reap()
+    if supervision.status is not None:  # the engine died on its own: say so before cleaning up
+        _tell({"exit": os.waitstatus_to_exitcode(supervision.status)}, last=True)
     if supervision.requested == "now":
         grace_s = 0.0
     elif supervision.requested == "stop":

@@ -118,7 +118,7 @@ def test_a_run_that_judges_no_turn_is_exit_2_for_run_and_gate(tmp_path: Path) ->
 def test_an_interrupted_gate_is_130_and_still_writes_junit(tmp_path: Path) -> None:
     out, junit = tmp_path / "run", tmp_path / "junit.xml"
     process = start_gate(out, junit, "--sessions", "12", "--context-max", "40000")
-    wait_for_turns(out, 6)
+    wait_for_turns(out, 6, process=process)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr

@@ -54,7 +54,7 @@ def test_sigkill_of_repro_leaves_no_process_and_keeps_the_turns(
 ) -> None:
     out = tmp_path / "run"
     process = start_run(out, "--profile", str(ENGINES / f"{engine}.toml"))
-    wait_for_turns(out, 12)
+    wait_for_turns(out, 12, process=process)
     before = run_processes(out)
     supervisor = next(p for p, cmd in before.items() if "repro.harness.supervisor" in cmd)
     engine_pid = next(
@@ -106,7 +106,7 @@ def test_a_closed_terminal_tears_down_and_writes_the_summary(tmp_path: Path) -> 
     shown = bytearray()
     reader = threading.Thread(target=_drain, args=(master, shown), daemon=True)
     reader.start()
-    wait_for_turns(out, 12)
+    wait_for_turns(out, 12, process=process)
     os.close(master)  # the terminal goes away: the kernel sends SIGHUP to repro
     process.wait(timeout=30)
     exited_at = time.monotonic()
@@ -133,7 +133,7 @@ def test_a_second_signal_kills_the_engine_at_once_and_is_still_130(tmp_path: Pat
     # The stubborn engine ignores SIGTERM: a teardown would wait its 6 s stop timeout.
     out = tmp_path / "run"
     process = start_run(out, "--profile", str(ENGINES / "stubborn.toml"))
-    wait_for_turns(out, 6)
+    wait_for_turns(out, 6, process=process)
     process.send_signal(signal.SIGTERM)
     first = time.monotonic()
     time.sleep(1.5)  # past the window in which a repeat counts as the same signal
