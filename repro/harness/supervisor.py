@@ -191,6 +191,8 @@ class Supervision:
             failure = report.read()
         if failure:
             os.waitpid(pid, 0)
+            if self.cgroup is not None:  # nothing ever ran in it
+                remove_cgroup(self.cgroup)
             code = int(failure)
             raise OSError(code, os.strerror(code))
         self.pid = pid

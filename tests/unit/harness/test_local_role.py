@@ -68,11 +68,20 @@ def test_the_role_exits_as_its_engine_did(tmp_path: Path) -> None:
 
 
 def test_a_command_that_cannot_start_is_one_sentence(tmp_path: Path) -> None:
+    before = cgroups_made()
     with pytest.raises(EngineError) as refused:
         LocalRole(plan("/nonexistent/engine", "--port", "1"), tmp_path, 1.0)
     assert str(refused.value) == (
         "Cannot start the single role (/nonexistent/engine): No such file or directory."
     )
+    assert cgroups_made() <= before  # the supervisor removed the cgroup it had made
+
+
+def cgroups_made() -> set[Path]:
+    from repro.harness.supervisor import _cgroup2_mount
+
+    mount = _cgroup2_mount()
+    return set(mount.glob("**/repro-*-single")) if mount else set()
 
 
 def test_stop_reaches_a_sigterm_ignoring_engine_and_its_daemon(tmp_path: Path) -> None:
