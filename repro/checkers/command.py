@@ -13,6 +13,7 @@ from repro.checkers.render import render_defect
 from repro.checkers.toolset import ToolSet, UnusableSchema
 from repro.checkers.verdict import AssistantOutput, Verdict
 from repro.errors import EXIT_CORRUPTION, EXIT_OK, UsageError
+from repro.user_files import TOO_DEEP, read_user_file
 
 
 def check_command(
@@ -32,6 +33,8 @@ def check_command(
             verdict = chosen.check(output, toolset)
         except UnusableSchema as e:
             raise UsageError(f"The tools file {tools} cannot be used: {e}.") from None
+        except RecursionError:
+            raise UsageError(f"{path} {TOO_DEEP}.") from None
         dirty += not verdict.clean
         defects += len(verdict.defects)
         report = _json_line(path, verdict) if as_json else _human(path, output, verdict, chosen)
@@ -43,32 +46,34 @@ def check_command(
 
 
 def _read_tools(path: Path) -> ToolSet:
+    data = read_user_file(path, f"The tools file {path}")
     try:
-        tools = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UsageError(f"Cannot read the tools file {path}: {e.strerror or e}.") from None
+        tools = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UsageError(f"The tools file {path} is not valid JSON: {e}.") from None
+    except RecursionError:
+        raise UsageError(f"The tools file {path} {TOO_DEEP}.") from None
     if isinstance(tools, dict) and "tools" in tools:
         tools = tools["tools"]  # a whole request body works too
     try:
         return ToolSet.from_openai(tools)
     except (ValueError, AttributeError, TypeError) as e:
         raise UsageError(f"The tools file {path} is not an OpenAI tools list: {e}.") from None
+    except RecursionError:
+        raise UsageError(f"The tools file {path} {TOO_DEEP}.") from None
 
 
 def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
-    try:
-        # Undecodable bytes become lone surrogates, which the checks report as invalid_char.
-        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
-    except OSError as e:
-        raise UsageError(f"Cannot read {path}: {e.strerror or e}.") from None
+    # Undecodable bytes become lone surrogates, which the checks report as invalid_char.
+    text = read_user_file(path, str(path)).decode("utf-8", errors="surrogateescape")
     try:
         return chosen.read(text)
     except (ValueError, AttributeError, TypeError) as e:
         raise UsageError(
             f"{path} is not a valid {chosen.name} file ({chosen.summary}): {e}."
         ) from None
+    except RecursionError:
+        raise UsageError(f"{path} {TOO_DEEP}.") from None
 
 
 def _field_text(output: AssistantOutput, field: str) -> str:

@@ -1,111 +1,93 @@
-"""Start a LaunchPlan's processes, wait until each answers, watch them, and always tear down.
+"""Start a LaunchPlan's roles, wait until each answers, watch them, and always tear down.
 
-Each role runs in its own process group with its output in `logs/<role>.log`. Teardown
-(SIGTERM to the group, then SIGKILL after the profile's stop timeout) runs on every exit
-path: normal end, error, cancellation (Ctrl-C, SIGTERM) and interpreter exit.
+What a role is lives behind the `Role` interface (start it, its log, its exit code, stop
+it): `LocalRole` runs one on this host under a supervisor that survives repro; another
+launcher (Slurm) can provide its own. Each role's output goes to `logs/<role>.log`.
+Teardown runs on every exit path: normal end, error, cancellation (Ctrl-C, SIGTERM,
+SIGHUP); and if repro itself dies, the supervisors tear down without it.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
-import os
-import signal
-import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import httpx
 
 from repro.errors import EngineError
+from repro.harness.local_role import LocalRole
 from repro.harness.plan import LaunchPlan, RolePlan
 
 HEALTH_POLL_S = 0.2
 WATCH_POLL_S = 0.25
 LOG_TAIL_LINES = 15
-
-# Process groups still alive, killed at interpreter exit if a teardown never ran (a crash in
-# repro itself); a safety net under the normal teardown, not the mechanism.
-_live_groups: set[int] = set()
+STOP_SLACK_S = 2.0  # beyond the stop timeout: the supervisor's own KILL and reaping
 
 
-@atexit.register
-def kill_leftover_groups() -> None:
-    for pgid in list(_live_groups):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-    _live_groups.clear()
+class Role(Protocol):
+    """One started role, however it was placed."""
 
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM it if repro dies, even by SIGKILL (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class RoleProcess:
-    """One started role: its process, its log, and how to describe its death."""
-
-    def __init__(self, plan: RolePlan, logs_dir: Path) -> None:
-        self.plan = plan
-        self.log_path = logs_dir / f"{plan.name}.log"
-        with self.log_path.open("ab") as log:
-            log.write(f"# argv: {' '.join(plan.argv)}\n# env: {plan.env}\n".encode())
-            log.flush()
-            try:
-                self.process = subprocess.Popen(
-                    plan.argv,
-                    env=os.environ | plan.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )
-            except OSError as exc:
-                raise EngineError(
-                    f"Cannot start the {plan.name} role ({plan.argv[0]}): {exc.strerror}."
-                ) from None
-        _live_groups.add(self.process.pid)
+    plan: RolePlan
+    log_path: Path
 
     @property
     def exit_code(self) -> int | None:
-        return self.process.poll()
+        """None while its main process runs; then its exit code, or minus the signal."""
 
-    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no log)"
-        kept = [line for line in text.splitlines() if not line.startswith("# ")]
-        return "\n".join(f"    {line}" for line in kept[-lines:]) or "    (the log is empty)"
+    @property
+    def stopped(self) -> bool:
+        """Every process of the role is gone."""
 
-    def death(self, when: str) -> EngineError:
-        code = self.exit_code
-        how = (
-            f"was killed by signal {-code}"
-            if code is not None and code < 0
-            else f"exited with code {code}"
-        )
-        return EngineError(
-            f"The {self.plan.name} engine process {how} {when}; the last lines of {self.log_path}:\n{self.tail()}"
-        )
+    def stop(self) -> None:
+        """Ask every process of the role to stop: TERM, the stop timeout, then KILL."""
 
-    def signal_group(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, sig)
+    def hurry(self) -> None:
+        """Kill every process of the role now."""
+
+    def force(self) -> None:
+        """Last resort when stop() did not finish within the stop timeout and some slack."""
+
+
+# How a role is started: plan, logs folder, stop timeout (s) -> a running Role.
+RoleStarter = Callable[[RolePlan, Path, float], Role]
+
+
+def tail(role: Role, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of the role's log, indented, without repro's own header lines."""
+    try:
+        text = role.log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "    (no log)"
+    kept = [line for line in text.splitlines() if not line.startswith("# ")]
+    return "\n".join(f"    {line}" for line in kept[-lines:]) or "    (the log is empty)"
+
+
+def death(role: Role, when: str) -> EngineError:
+    code = role.exit_code
+    how = (
+        f"was killed by signal {-code}"
+        if code is not None and code < 0
+        else f"exited with code {code}"
+    )
+    return EngineError(
+        f"The {role.plan.name} engine process {how} {when}; the last lines of {role.log_path}:\n{tail(role)}"
+    )
 
 
 class Deployment:
     """The running roles of one plan; `entry_url` is where clients connect."""
 
-    def __init__(self, plan: LaunchPlan, logs_dir: Path) -> None:
+    def __init__(
+        self, plan: LaunchPlan, logs_dir: Path, start_role: RoleStarter = LocalRole
+    ) -> None:
         self.plan = plan
         self.logs_dir = logs_dir
-        self.roles: list[RoleProcess] = []
+        self.start_role = start_role
+        self.roles: list[Role] = []
 
     @property
     def entry_url(self) -> str:
@@ -121,24 +103,24 @@ class Deployment:
                 for role in started:
                     group.start_soon(self._wait_healthy, role)
 
-    def _start(self, plan: RolePlan) -> RoleProcess:
-        role = RoleProcess(plan, self.logs_dir)
+    def _start(self, plan: RolePlan) -> Role:
+        role = self.start_role(plan, self.logs_dir, self.plan.stop_timeout_s)
         self.roles.append(role)
         return role
 
-    async def _wait_healthy(self, role: RoleProcess) -> None:
+    async def _wait_healthy(self, role: Role) -> None:
         deadline = time.monotonic() + self.plan.health_timeout_s
         async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
             while True:
                 if role.exit_code is not None:
-                    raise role.death("before it became healthy")
+                    raise death(role, "before it became healthy")
                 with contextlib.suppress(httpx.HTTPError):
                     if (await client.get(role.plan.health_url)).status_code == 200:
                         return
                 if time.monotonic() > deadline:
                     raise EngineError(
                         f"The {role.plan.name} engine did not become healthy at {role.plan.health_url} "
-                        f"within {self.plan.health_timeout_s:g} s; the last lines of {role.log_path}:\n{role.tail()}"
+                        f"within {self.plan.health_timeout_s:g} s; the last lines of {role.log_path}:\n{tail(role)}"
                     )
                 await anyio.sleep(HEALTH_POLL_S)
 
@@ -146,7 +128,7 @@ class Deployment:
         """Raise EngineError if any role has died."""
         for role in self.roles:
             if role.exit_code is not None:
-                raise role.death("during the run")
+                raise death(role, "during the run")
 
     async def watch(self) -> None:
         """Return never; raise EngineError as soon as any role dies."""
@@ -155,24 +137,30 @@ class Deployment:
             await anyio.sleep(WATCH_POLL_S)
 
     async def stop(self) -> None:
-        """SIGTERM every group, wait up to the stop timeout, then SIGKILL what is left."""
+        """Stop every role (entry first), within the stop timeout; force what is left."""
         for role in reversed(self.roles):
-            role.signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + self.plan.stop_timeout_s
-        while any(r.exit_code is None for r in self.roles) and time.monotonic() < deadline:
+            role.stop()
+        deadline = time.monotonic() + self.plan.stop_timeout_s + STOP_SLACK_S
+        while not all(r.stopped for r in self.roles) and time.monotonic() < deadline:
             await anyio.sleep(0.05)
         for role in self.roles:
-            role.signal_group(signal.SIGKILL)  # also reaps grandchildren left in the group
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                role.process.wait(timeout=1.0)
-            _live_groups.discard(role.process.pid)
+            if not role.stopped:
+                role.force()
+
+    def hurry(self) -> None:
+        """Kill every role now (a second Ctrl-C); a running stop() then ends at once."""
+        for role in self.roles:
+            role.hurry()
 
 
 @contextlib.asynccontextmanager
-async def launch(plan: LaunchPlan, logs_dir: Path) -> AsyncIterator[Deployment]:
-    """Start the plan; yield once every role is healthy; tear down on every way out."""
+async def launch(
+    plan: LaunchPlan, logs_dir: Path, start_role: RoleStarter = LocalRole
+) -> AsyncIterator[Deployment]:
+    """Start the plan (each role through `start_role`: on this host by default); yield once
+    every role is healthy; tear down on every way out."""
     logs_dir.mkdir(parents=True, exist_ok=True)
-    deployment = Deployment(plan, logs_dir)
+    deployment = Deployment(plan, logs_dir, start_role)
     try:
         await deployment.start()
         yield deployment

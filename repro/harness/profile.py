@@ -36,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from repro.errors import UsageError
 from repro.harness.placeholders import placeholders
 from repro.knobs import STORY_DEFAULTS, describe
+from repro.spec import MAX_WAIT_S
+from repro.user_files import TOO_DEEP, read_user_text
 
 SELECTOR_ENGINE = "engine"
 SELECTOR_ALL = "all"
@@ -107,11 +109,14 @@ class TopologySpec(_Strict):
 
 
 class EngineSpec(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
     name: str
     version: str
     description: str = ""
-    health_timeout_s: float = 120.0
-    stop_timeout_s: float = 10.0
+    # Deadlines: finite and positive, or a wait could never end (or never begin).
+    health_timeout_s: float = Field(120.0, gt=0, le=MAX_WAIT_S)
+    stop_timeout_s: float = Field(10.0, gt=0, le=MAX_WAIT_S)
 
 
 class Profile(_Strict):
@@ -281,16 +286,18 @@ class Profile(_Strict):
 
 def load_profile(path: Path) -> Profile:
     """Read and validate a profile; any problem is one UsageError naming the file and key."""
+    text = read_user_text(Path(path), f"Profile {path}")
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"Profile {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"Profile {path} cannot be read: {exc}.") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"Profile {path} is not valid TOML: {exc}.") from None
+    except RecursionError:
+        raise UsageError(f"Profile {path} {TOO_DEEP}.") from None
     try:
-        return Profile(**data, source=Path(path))
+        # `source` is where it was read from, whatever the file says.
+        return Profile.model_validate(data | {"source": Path(path)})
+    except RecursionError:
+        raise UsageError(f"Profile {path} {TOO_DEEP}.") from None
     except ValidationError as exc:
         errors = exc.errors()  # a misspelled key first: it also explains a "missing" one
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])

@@ -1,7 +1,7 @@
 """One run: resolve the configuration, launch the engine (or attach to --url), drive the load,
 and leave a complete run folder on every way out.
 
-    run(spec, run_dir)                      the whole thing, with Ctrl-C / SIGTERM handling
+    run(spec, run_dir)                      the whole thing, with Ctrl-C / SIGTERM / SIGHUP handling
     engine(spec, logs_dir) -> Endpoint      launch per profile, or wrap --url (async context)
     drive(spec, endpoint, run_dir)          sessions against a live endpoint -> RunSummary
 """
@@ -15,21 +15,31 @@ import ssl
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import httpx
 
 from repro import __version__
-from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, StoreError, UsageError
+from repro.errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EngineError,
+    ReproError,
+    StoreError,
+    UsageError,
+)
 from repro.harness.client import ChatClient, RunClock
-from repro.harness.launcher import Deployment, kill_leftover_groups, launch
+from repro.harness.launcher import Deployment, launch
 from repro.harness.loadgen import LoadGenerator
+from repro.harness.local_role import hurry_all
 from repro.harness.plan import LaunchPlan, build_plan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
 from repro.harness.watchdog import Watchdog
+from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle
 from repro.knobs import STORY_DEFAULTS
 from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
@@ -291,19 +301,96 @@ def _write_summary(
     return error
 
 
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM ended the run; the summary on disk says `interrupted: true`."""
+class RunStopped(ReproError):
+    """The run ended before its load did; `summary` is what its summary.json says."""
 
-    exit_code = EXIT_INTERRUPTED
-
-    def __init__(self, summary: RunSummary | None) -> None:
-        super().__init__("interrupted")
+    def __init__(self, message: str, summary: RunSummary, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
         self.summary = summary
+        self.exit_code = exit_code
+
+
+class Interrupted(RunStopped):
+    """Ctrl-C, SIGTERM or SIGHUP ended the run; its summary.json says `interrupted: true`."""
+
+    label = "interrupted"
+
+    def __init__(self, summary: RunSummary) -> None:
+        super().__init__(
+            "the run folder holds every turn finished before the interruption.",
+            summary,
+            EXIT_INTERRUPTED,
+        )
+
+
+def unvouched(summary: RunSummary) -> EngineError | None:
+    """Why a run that ended on its own cannot vouch for the engine (README: exit 2), if so."""
+    if summary.wedge:
+        return EngineError(f"Wedged: {summary.wedge}.")
+    if summary.turns == 0:
+        failed = f"{summary.errors} failed ({summary.error_outcomes})" if summary.errors else ""
+        aborted = f"{summary.aborted} aborted on purpose" if summary.aborted else ""
+        why = " and ".join(x for x in (failed, aborted) if x) or "no turn finished"
+        return EngineError(f"No turn could be judged: {why}; see {summary.run_dir}.")
+    return None
+
+
+@dataclass
+class _Stopping:
+    """What a stop signal does, by phase: it interrupts the start-up or the load; once the
+    load is done it leaves the run complete and only the teardown is hurried."""
+
+    work: anyio.CancelScope
+    progress: Progress | None
+    load_done: bool = False
+    signals: list[float] = field(default_factory=list)
+
+    def on_signal(self) -> None:
+        now = time.monotonic()
+        if self.signals and now - self.signals[-1] <= REPEAT_WINDOW_S:
+            return  # the same stop delivered twice
+        self.signals.append(now)
+        if len(self.signals) == 1:
+            if self.load_done:
+                self._say("the run is complete; stopping the engine (again to kill it at once)")
+            else:
+                self._say("interrupted: stopping the load and the engine (again to stop at once)")
+                self.work.cancel()
+        elif len(self.signals) == 2:
+            self._say("killing the engine now")
+            hurry_all()
+        else:  # something does not let go: the supervisors clean up once we are gone
+            os._exit(EXIT_INTERRUPTED)
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.status(text)
 
 
 async def run_async(
     spec: RunSpec, run_dir: Path | None, progress: Progress | None = None
 ) -> RunSummary:
+    """The whole run; the exit it leads to always agrees with the summary.json it leaves:
+    RunStopped (an error stopped it), Interrupted (a signal did), or its RunSummary."""
+    stopping = _Stopping(anyio.CancelScope(), progress)
+    outcome: RunSummary | ReproError | None = None
+    async with anyio.create_task_group() as signals:
+        # Listening first: a signal during the checks below is an interruption too.
+        await signals.start(_on_signals, stopping)
+        try:
+            outcome = await _run_listening(spec, run_dir, stopping)
+        except ReproError as exc:
+            outcome = exc  # raised below: out of the task group, not wrapped in a group
+        finally:
+            signals.cancel_scope.cancel()
+    if isinstance(outcome, ReproError):
+        raise outcome
+    assert outcome is not None
+    return outcome
+
+
+async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: _Stopping) -> RunSummary:
+    progress, work = stopping.progress, stopping.work
     resolved = resolve(spec)
     run_dir = run_dir or default_run_dir(resolved.config)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
@@ -314,30 +401,31 @@ async def run_async(
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
-    started, work, failure = time.monotonic(), anyio.CancelScope(), None
+    started, failure, cancelled = time.monotonic(), None, False
     summary: RunSummary | None = None
     try:
-        async with anyio.create_task_group() as outer:
-            outer.start_soon(_on_signals, work, progress)
-            with work:
+        with work:
+            if progress is not None:
+                progress.status(
+                    f"attaching to {spec.url}"  # an engine repro did not start: no logs
+                    if spec.url
+                    else f"starting the {resolved.config['topology']} engine; "
+                    f"logs in {run_dir / 'logs'}"
+                )
+            async with engine(spec, run_dir / "logs", resolved) as endpoint:
                 if progress is not None:
                     progress.status(
-                        f"attaching to {spec.url}"  # an engine repro did not start: no logs
-                        if spec.url
-                        else f"starting the {resolved.config['topology']} engine; "
-                        f"logs in {run_dir / 'logs'}"
+                        f"engine ready at {endpoint.base_url}; running {spec.sessions} sessions"
                     )
-                async with engine(spec, run_dir / "logs", resolved) as endpoint:
-                    if progress is not None:
-                        progress.status(
-                            f"engine ready at {endpoint.base_url}; running {spec.sessions} sessions"
-                        )
-                    summary = await drive(spec, endpoint, run_dir, progress=progress)
-            outer.cancel_scope.cancel()
+                summary = await drive(spec, endpoint, run_dir, progress=progress)
+                stopping.load_done = True
     except BaseExceptionGroup as group:
         failure = _first_repro_error(group)
     except ReproError as exc:
         failure = exc
+    except anyio.get_cancelled_exc_class():
+        cancelled = True  # not by our own scope: the event loop itself is being stopped
+        raise
     finally:
         if not (run_dir / "spec.json").exists():
             # Stopped before any load ran (start-up failed or was interrupted): still say so on
@@ -346,7 +434,7 @@ async def run_async(
                 [],
                 config=resolved.config,
                 wall_s=time.monotonic() - started,
-                interrupted=work.cancel_called,
+                interrupted=work.cancel_called or cancelled,
                 error=str(failure) if failure else None,
                 run_dir=str(run_dir),
             )
@@ -354,32 +442,37 @@ async def run_async(
                 RunStore.write_json(run_dir / "summary.json", empty.to_dict())
             except StoreError as exc:
                 failure = failure or exc
+    written = _written_summary(run_dir) or summary
+    if written is None:  # summary.json could not be written: the error that kept it says why
+        raise failure or EngineError(f"The run in {run_dir} ended without a summary.")
+    if written.interrupted:
+        raise Interrupted(written)
     if failure is not None:
-        raise failure
-    if work.cancel_called or summary is None:
-        raise Interrupted(RunSummary.from_file(run_dir / "summary.json"))
-    return summary
+        raise RunStopped(str(failure), written, failure.exit_code)
+    return summary or written
 
 
-async def _on_signals(scope: anyio.CancelScope, progress: Progress | None) -> None:
-    """First Ctrl-C/SIGTERM: stop the load, keep what was measured, tear down. Second: stop now.
+def _written_summary(run_dir: Path) -> RunSummary | None:
+    try:
+        return RunSummary.from_file(run_dir / "summary.json")
+    except (OSError, ValueError, TypeError):
+        return None
 
-    A repeat within a second is the same interruption delivered twice (a terminal signals the
-    whole process group, and wrappers such as `timeout` forward it again), not a second one.
-    """
-    first_at = None
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            if first_at is None:
-                first_at = time.monotonic()
-                if progress is not None:
-                    progress.status(
-                        "interrupted: stopping the load and the engine (again to stop at once)"
-                    )
-                scope.cancel()
-            elif time.monotonic() - first_at > 1.0:
-                kill_leftover_groups()
-                os._exit(EXIT_INTERRUPTED)
+
+async def _on_signals(
+    stopping: _Stopping, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP while the run lasts; see _Stopping for what each does."""
+    try:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
+            task_status.started()
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    detach_from_terminal()  # the terminal is gone: nothing can be shown there
+                stopping.on_signal()
+    finally:
+        # The receiver put the default handlers back; the run's outcome is settled now.
+        settle()
 
 
 def run(spec: RunSpec, run_dir: Path | None, progress: Progress | None = None) -> RunSummary:

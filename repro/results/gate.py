@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.errors import EXIT_CORRUPTION, EXIT_ERROR, EXIT_OK, UsageError
+from repro.errors import (
+    EXIT_CORRUPTION,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ReproError,
+    UsageError,
+)
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.results.summary import RunSummary
 
@@ -37,6 +45,10 @@ class Threshold:
     def allowed(self, turns: int) -> float:
         return self.value / 100 * turns if self.percent else self.value
 
+    def exceeded(self, corrupted: int, attempted: int) -> bool:
+        """Above the threshold even if every attempted turn that was not judged had been clean."""
+        return corrupted > self.allowed(attempted)
+
     def __str__(self) -> str:
         return f"{self.value:g}%" if self.percent else f"{self.value:g} turns"
 
@@ -45,49 +57,96 @@ class Threshold:
 class GateVerdict:
     exit_code: int
     message: str
+    troubles: tuple[str, ...] = ()  # why the run cannot vouch for the engine, one line each
+
+
+def troubles(summary: RunSummary) -> list[str]:
+    """Everything that keeps a run from vouching for the engine, in words."""
+    found = []
+    if summary.error:
+        found.append(f"the engine failed: {summary.error.splitlines()[0]}")
+    if summary.wedge:
+        found.append(summary.wedge)  # it says itself what stopped: "the engine stopped making ..."
+    if summary.errors:
+        turns = "turn" if summary.errors == 1 else "turns"
+        found.append(f"{summary.errors} {turns} failed ({summary.error_outcomes})")
+    if summary.interrupted:
+        found.append("the run was interrupted")
+    if summary.turns == 0:
+        found.append("no turn was judged")
+    return found
 
 
 def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
-    """1 above the threshold; 2 when the run cannot vouch (error, wedge, failed turns, no turns)."""
-    if summary.error:
-        return GateVerdict(EXIT_ERROR, f"ERROR: the engine failed: {summary.error.splitlines()[0]}")
-    if summary.stalls:
-        return GateVerdict(EXIT_ERROR, f"WEDGE: {summary.wedge}")
-    if summary.errors:
-        turns = "turn" if summary.errors == 1 else "turns"
+    """1 when corruption is proven above the threshold, even if turns failed or the engine
+    died (a failed turn can only have been clean); 2 when the run cannot decide; 130 when it
+    was interrupted; 0 otherwise. A percent is of the turns attempted, a failed turn counted
+    as clean, and is proven only by a run that reached its end (more turns could dilute it)."""
+    found = troubles(summary)
+    sessions = "session" if summary.sessions_corrupted == 1 else "sessions"
+    measured = (
+        f"{summary.turns_corrupted} of {summary.turns} turns corrupted "
+        f"({summary.turn_corruption_rate:.2%}) in {summary.sessions_corrupted} {sessions}"
+    )
+    if summary.interrupted:
+        return GateVerdict(
+            EXIT_INTERRUPTED, f"INTERRUPTED: {measured} before the interruption.", tuple(found)
+        )
+    ended_early = bool(summary.error or summary.wedge)
+    attempted = summary.turns + summary.errors
+    proven = threshold.exceeded(summary.turns_corrupted, attempted) and not (
+        threshold.percent and ended_early
+    )
+    if proven:
+        also = f" Also: {'; '.join(found)}." if found else ""
+        return GateVerdict(
+            EXIT_CORRUPTION, f"FAIL: {measured}; at most {threshold} allowed.{also}", tuple(found)
+        )
+    if found:
+        word = "WEDGE" if summary.wedge and not summary.error else "ERROR"
         return GateVerdict(
             EXIT_ERROR,
-            f"ERROR: {summary.errors} {turns} failed ({summary.error_outcomes}); "
-            "the run cannot vouch.",
+            f"{word}: {'; '.join(found)}; the run cannot vouch ({measured}).",
+            tuple(found),
         )
-    if summary.turns == 0:
-        return GateVerdict(EXIT_ERROR, "ERROR: no turn was judged.")
-    allowed = threshold.allowed(summary.turns)
-    measured = f"{summary.turns_corrupted} of {summary.turns} turns corrupted ({summary.turn_corruption_rate:.2%})"
-    if summary.turns_corrupted > allowed:
-        return GateVerdict(EXIT_CORRUPTION, f"FAIL: {measured}; at most {threshold} allowed.")
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
+def check_junit_path(path: Path) -> None:
+    """Refuse, before any run, a --junit path that could not be written, or whose writing
+    would wait forever (a pipe with no reader)."""
+    from repro.results.store import check_output_file
+
+    check_output_file("--junit", path)
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--junit {path} is not a regular file; give the path of a file to write.")
+
+
 def gate_records(run_dir: Path) -> list[TurnRecord]:
-    """The run's turns, read back from turns.parquet (none when no load ran)."""
+    """The run's turns, read back from turns.parquet (none when no load ran or it is damaged:
+    the JUnit file is written all the same)."""
     from repro.results.reading import read_turns
 
     path = run_dir / "turns.parquet"
-    return read_turns(path) if path.exists() else []
+    if not path.exists():
+        return []
+    try:
+        return read_turns(path)
+    except UsageError:
+        return []
 
 
 def write_junit(
     path: Path, summary: RunSummary, records: Sequence[TurnRecord], verdict: GateVerdict
 ) -> None:
-    """One testcase per session (failed if any turn was corrupted or failed), plus the gate."""
+    """One testcase per session (a failure if a turn was corrupted, an error if one failed),
+    the gate's threshold, and the run's health (an error for each thing it cannot vouch for)."""
     sessions: dict[int, list[TurnRecord]] = {}
     for record in records:
         sessions.setdefault(record.session_id, []).append(record)
     suite = ET.Element(
-        "testsuite", name="repro gate", tests=str(len(sessions) + 1), time=f"{summary.wall_s:.1f}"
+        "testsuite", name="repro gate", tests=str(len(sessions) + 2), time=f"{summary.wall_s:.1f}"
     )
-    failures = errors = 0
     for session_id, turns in sorted(sessions.items()):
         case = ET.SubElement(
             suite, "testcase", classname="repro.session", name=f"session {session_id}"
@@ -95,19 +154,45 @@ def write_junit(
         bad = [t for t in turns if t.corrupted]
         broken = [t for t in turns if t.outcome not in (TurnOutcome.OK, TurnOutcome.ABORTED)]
         if bad:
-            failures += 1
             ET.SubElement(case, "failure", message=f"turn {bad[0].turn}: {bad[0].first_defect}")
-        elif broken:
+        if broken:
             t = broken[0]
-            errors += 1
             ET.SubElement(case, "error", message=f"turn {t.turn}: {t.outcome}: {t.error}")
     gate = ET.SubElement(suite, "testcase", classname="repro.gate", name="corruption threshold")
     if verdict.exit_code == EXIT_CORRUPTION:
-        failures += 1
         ET.SubElement(gate, "failure", message=verdict.message)
     elif verdict.exit_code != EXIT_OK:
-        errors += 1
         ET.SubElement(gate, "error", message=verdict.message)
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
+    health = ET.SubElement(suite, "testcase", classname="repro.gate", name="run health")
+    for trouble in verdict.troubles:
+        ET.SubElement(health, "error", message=trouble)
+    _write_suite(path, suite)
+
+
+def write_junit_error(path: Path, message: str) -> None:
+    """The JUnit file when the gate stopped before it had a run to judge."""
+    suite = ET.Element("testsuite", name="repro gate", tests="1", time="0.0")
+    gate = ET.SubElement(suite, "testcase", classname="repro.gate", name="corruption threshold")
+    ET.SubElement(gate, "error", message=message)
+    _write_suite(path, suite)
+
+
+def _write_suite(path: Path, suite: ET.Element) -> None:
+    suite.set("failures", str(sum(1 for _ in suite.iter("failure"))))
+    suite.set("errors", str(sum(1 for _ in suite.iter("error"))))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+@contextlib.contextmanager
+def junit_on_error(path: Path | None) -> Iterator[None]:
+    """Whatever stops the gate before it has a run to judge, its JUnit file says why."""
+    try:
+        yield
+    except ReproError as exc:
+        if path is not None:
+            write_junit_error(path, str(exc))
+        raise
+    except KeyboardInterrupt:
+        if path is not None:
+            write_junit_error(path, "interrupted before the run started")
+        raise

@@ -3,20 +3,27 @@
 `repro report`, `repro compare`, the gate and bisection read runs through this, so a run that
 crashed before writing summary.json is still readable. turns.parquet is a folder of parts
 (one per flush, see results.store) or, in runs written before that, one file; both read as
-one table.
+one table. A folder that is damaged (flipped bytes, empty or mistyped columns, JSON of the
+wrong shape) is one sentence; so is a run too young to have written any turn yet.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repro.errors import UsageError
 from repro.harness.turn import TurnRecord
 from repro.results.summary import RunSummary, summarize
+from repro.user_files import TOO_DEEP, read_user_text
+
+Shape = TypeVar("Shape", bound=BaseModel)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,26 +36,58 @@ class RunFolder:
     summary: RunSummary
 
 
+class _WrittenSpec(BaseModel):
+    """What a report takes from spec.json; the rest of it is for rerunning."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    config: dict[str, str] = Field(default_factory=dict)
+    engine: str = ""
+    url: str = ""
+    started_at: str = ""
+
+
+class _WrittenSummary(BaseModel):
+    """What a report takes from summary.json: how the run ended; the figures are recomputed."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    interrupted: bool = False
+    wedge: str | None = None
+    error: str | None = None
+    ended_because: str | None = None
+    client_pauses: int = Field(0, ge=0)
+    client_paused_s: float = Field(0.0, ge=0)
+    wall_s: float = Field(0.0, ge=0)
+
+
 def read_run(path: Path) -> RunFolder:
     """The turns of a run folder and its summary, recomputed from the turns."""
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is a file, not a run folder"
+        raise UsageError(f"{path} {what}.")
     turns, spec_file, summary_file = (
         path / n for n in ("turns.parquet", "spec.json", "summary.json")
     )
+    written = _read(summary_file, _WrittenSummary) if summary_file.exists() else None
     if not turns.exists() or not spec_file.exists():
-        if summary_file.exists():  # repro made it, but no load ran: say why it stopped
-            written = RunSummary.from_dict(_json_object(summary_file))
+        if written is not None:  # repro made it, but no load ran: say why it stopped
             why = written.error or (
                 "interrupted." if written.interrupted else "no reason recorded."
             )
             raise UsageError(f"{path} holds no turns; the run stopped before any load ran: {why}")
+        if spec_file.exists():  # a run still starting, or killed before its first write
+            raise UsageError(
+                f"{path} has no finished turns yet: the run is starting or running and writes "
+                "its turns every few seconds (or it was killed before the first write)."
+            )
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
     records = read_turns(turns)
-    spec = _json_object(spec_file)
-    written = RunSummary.from_dict(_json_object(summary_file)) if summary_file.exists() else None
+    spec = _read(spec_file, _WrittenSpec)
     wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
     summary = summarize(
         records,
-        config=spec.get("config", {}),
+        config=spec.config,
         wall_s=wall_s,
         # No summary.json: the run is still going, or was killed before writing one.
         interrupted=written.interrupted if written else True,
@@ -57,9 +96,9 @@ def read_run(path: Path) -> RunFolder:
         ended_because=written.ended_because if written else None,
         client_pauses=written.client_pauses if written else 0,
         client_paused_s=written.client_paused_s if written else 0.0,
-        engine=spec.get("engine", ""),
-        url=spec.get("url", ""),
-        started_at=spec.get("started_at", ""),
+        engine=spec.engine,
+        url=spec.url,
+        started_at=spec.started_at,
         run_dir=str(path),
     )
     return RunFolder(path, records, summary)
@@ -71,31 +110,73 @@ def read_turns(turns: Path) -> list[TurnRecord]:
 
 
 def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """turns.parquet as one Arrow table (only `columns`, when given), parts in write order."""
+    """turns.parquet as one Arrow table (only `columns`, when given), parts in write order;
+    a table that is not repro's, or is damaged, is one sentence."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from repro.results.store import TURN_SCHEMA
 
     wanted = list(columns or TURN_SCHEMA.names)
-    if turns.is_dir() and not any(_is_part(p) for p in turns.iterdir()):
+    parts = sorted(p for p in turns.iterdir() if _is_part(p)) if turns.is_dir() else [turns]
+    for part in parts:  # a pipe or a device named like a part would block the reader
+        if not part.is_file():
+            raise UsageError(f"{part} is not a regular file; it cannot be a turns table.")
+    if not parts:
         return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
     try:
-        return pq.read_table(turns, columns=wanted)
-    except (pa.ArrowException, TypeError):  # not Parquet, or not repro's columns
-        raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+        for part in parts:
+            missing = [n for n in wanted if n not in pq.read_schema(part).names]
+            if missing:
+                raise UsageError(
+                    f"{turns} is not a turns table written by repro run: it lacks {', '.join(missing)}."
+                )
+        tables = [pq.read_table(part, columns=wanted) for part in parts]
+        return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise UsageError(
+            f"{turns} is not a turns table written by repro run, or it is damaged ({reason})."
+        ) from None
 
 
 def _is_part(path: Path) -> bool:
     return not path.name.startswith((".", "_"))  # what pyarrow's dataset reader reads
 
 
-def _json_object(path: Path) -> dict:
-    """A run folder's JSON file, which holds one object; anything else is one sentence."""
+def _as_turns(table: pa.Table, where: Path) -> pa.Table:
+    """The table with repro's types; an empty value where a turn always has one is one sentence."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from repro.results.store import TURN_SCHEMA
+
+    table = table.cast(pa.schema([TURN_SCHEMA.field(name) for name in table.column_names]))
+    types = {f.name: str(f.type) for f in dataclasses.fields(TurnRecord)}
+    for name in table.column_names:
+        column = table.column(name)
+        empty = column.null_count > 0 and "None" not in types[name]
+        if not empty and types[name].startswith("list["):
+            empty = pc.list_flatten(column).null_count > 0
+        if empty:
+            raise UsageError(f"{where} is damaged: column '{name}' has empty values.")
+    return table
+
+
+def _read(path: Path, shape: type[Shape]) -> Shape:
+    """A run folder's JSON file, checked against the shape repro writes; one sentence if not."""
+    text = read_user_text(path, str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError both are
+        data = json.loads(text)
+    except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise UsageError(f"{path} {TOO_DEEP}.") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path} does not hold a JSON object, as repro run writes it.")
-    return data
+    try:
+        return shape.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"{path} is damaged at '{key}': {first['msg']}.") from None

@@ -24,12 +24,19 @@ def start_run(out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_turns(out: Path, at_least: int, timeout_s: float = 90) -> None:
+def wait_for_turns(
+    out: Path, at_least: int, timeout_s: float = 90, process: subprocess.Popen[str] | None = None
+) -> None:
+    """Until turns.parquet holds `at_least` rows; fails at once, with its stderr, if the
+    run (`process`) ended first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         path = out / "turns.parquet"
         if path.exists() and read_turn_table(path, ["turn"]).num_rows >= at_least:
             return
+        if process is not None and process.poll() is not None:
+            stderr = process.communicate()[1] or ""  # None when it writes to a terminal
+            raise AssertionError(f"the run ended ({process.returncode}) first: {stderr[-2000:]}")
         time.sleep(0.2)
     raise AssertionError(f"fewer than {at_least} turns in {timeout_s} s")
 
@@ -40,7 +47,7 @@ def test_interrupt_keeps_finished_turns_and_kills_every_engine(
 ) -> None:
     out = tmp_path / "run"
     process = start_run(out)
-    wait_for_turns(out, 12)
+    wait_for_turns(out, 12, process=process)
     roles = json.loads((out / "spec.json").read_text())["roles"]
     assert len(engine_processes(out)) == 3
     process.send_signal(sig)
@@ -58,7 +65,7 @@ def test_interrupt_keeps_finished_turns_and_kills_every_engine(
 def test_engine_death_mid_run_is_an_engine_error(tmp_path: Path) -> None:
     out = tmp_path / "run"
     process = start_run(out)
-    wait_for_turns(out, 6)
+    wait_for_turns(out, 6, process=process)
     decode = next(
         r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode"
     )

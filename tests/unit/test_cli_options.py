@@ -26,7 +26,11 @@ def test_an_out_of_range_option_is_named_as_typed(option: str, value: str, field
 def test_gate_help_names_every_reason_for_exit_2() -> None:
     result = CliRunner().invoke(app, ["gate", "--help"], terminal_width=200)
     text = " ".join(result.output.split())
-    assert "2 when the run cannot vouch (engine error, wedge, failed turns, no turn judged)" in text
+    assert "exit 1 when corruption is above --max-corruption (even if some turns failed)" in text
+    assert (
+        "2 when the run cannot decide (engine error, wedge, failed turns, no turn judged)" in text
+    )
+    assert "130 when interrupted" in text and "--junit is written on every way out" in text
 
 
 def test_a_run_whose_engine_wedged_exits_2_after_its_summary(monkeypatch, tmp_path) -> None:

@@ -29,3 +29,49 @@ def test_usage_error_names_a_field_by_its_option_and_a_rule_by_itself() -> None:
         SprtSettings(max_sessions=0)
     message = str(usage_error(field.value, {"max_sessions": "--sessions-cap"}))
     assert message.startswith("Invalid --sessions-cap: ") and message.endswith(".")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"url": "http://[::1"}, "Invalid --url: its IPv6 address misses the closing ']'."),
+        (
+            {"url": "http://127.0.0.1:99999"},
+            "Invalid --url: port 99999 is not between 1 and 65535.",
+        ),
+        ({"url": "http://:80"}, "Invalid --url: has no host."),
+        ({"url": "http://a b:80"}, "Invalid --url: host 'a%20b' is not a host name or IP address."),
+        (
+            {"url": "http://h:8/x?y=1"},
+            "Invalid --url: must be a base URL, without ?query or #fragment.",
+        ),
+        ({"ramp_up_s": float("inf")}, "Invalid --ramp-up: Input should be a finite number."),
+        ({"ramp_up_s": 1e308}, "Invalid --ramp-up: Input should be less than or equal to 86400."),
+        (
+            {"turn_timeout_s": float("nan")},
+            "Invalid --turn-timeout: Input should be a finite number.",
+        ),
+        (
+            {"seed": 2**64},
+            "Invalid --seed: Input should be less than or equal to 9223372036854775807.",
+        ),
+        (
+            {"max_turns": 10**30},
+            "Invalid --max-turns: Input should be less than or equal to 100000.",
+        ),
+    ],
+)
+def test_every_number_and_url_a_user_types_is_bounded(fields: dict, message: str) -> None:
+    from repro.cli_options import OPTION_OF
+
+    with pytest.raises(UsageError) as refused:
+        RunSpec.build(OPTION_OF, **fields)
+    assert str(refused.value) == message
+
+
+def test_a_url_that_can_be_used_is_kept_as_its_base() -> None:
+    assert RunSpec.build(url="http://[::1]:30000/").url == "http://[::1]:30000"
+    assert (
+        RunSpec.build(url="https://gpu-7.internal:8000/v1x").url
+        == "https://gpu-7.internal:8000/v1x"
+    )

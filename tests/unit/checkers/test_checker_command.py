@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import unicodedata
@@ -38,6 +39,10 @@ def files(tmp_path: Path) -> dict[str, Path]:
         ],
     }
     paths["message"].write_text(json.dumps(message), encoding="utf-8")
+    paths["fifo"] = tmp_path / "fifo"  # no writer: reading it would wait forever
+    os.mkfifo(paths["fifo"])
+    paths["deep"] = tmp_path / "deep.json"
+    paths["deep"].write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     return paths
 
 
@@ -112,14 +117,17 @@ def test_undecodable_bytes_are_a_defect_not_a_crash(files, capsys, tmp_path: Pat
         (lambda f: (f["tools"], [f["good"]], "dsml-v4", False), "Unknown format 'dsml-v4'"),
         (
             lambda f: (f["tools"].with_name("none.json"), [f["good"]], "dsml-v32", False),
-            "Cannot read the tools file",
+            "The tools file .*none.json does not exist",
         ),
         (lambda f: (f["good"], [f["good"]], "dsml-v32", False), "is not valid JSON"),
         (lambda f: (f["message"], [f["good"]], "dsml-v32", False), "is not an OpenAI tools list"),
         (
             lambda f: (f["tools"], [f["good"].with_name("missing.txt")], "dsml-v32", False),
-            "Cannot read",
+            "missing.txt does not exist",
         ),
+        (lambda f: (f["tools"], [f["fifo"]], "dsml-v32", False), "is not a regular file"),
+        (lambda f: (f["fifo"], [f["good"]], "dsml-v32", False), "is not a regular file"),
+        (lambda f: (f["deep"], [f["good"]], "dsml-v32", False), "nests too deeply"),
         (lambda f: (f["tools"], [], "dsml-v32", False), "at least one FILE"),
         (
             lambda f: (f["tools"], [f["good"]], "openai-parsed", False),

@@ -86,6 +86,21 @@ unmapped = { native = "fp8", hint = "map it in a fork profile: map.bf16.engine =
             MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.nobody = { args = ["-x"] }\n',
             "unknown role selector",
         ),
+        # Deadlines must be finite and positive, or a wait never ends (or never begins).
+        (
+            MINIMAL.replace('version = "1"', 'version = "1"\nhealth_timeout_s = nan'),
+            "finite number",
+        ),
+        (
+            MINIMAL.replace('version = "1"', 'version = "1"\nhealth_timeout_s = inf'),
+            "finite number",
+        ),
+        (MINIMAL.replace('version = "1"', 'version = "1"\nstop_timeout_s = -1'), "greater than 0"),
+        (
+            MINIMAL.replace('version = "1"', 'version = "1"\nstop_timeout_s = 1e9'),
+            "less than or equal",
+        ),
+        ("x = " + "[" * 100_000 + "]" * 100_000, "nests too deeply to be read"),
     ],
 )
 def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> None:
@@ -96,6 +111,16 @@ def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> 
 def test_missing_profile_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"Profile .*nope.toml does not exist\."):
         load_profile(tmp_path / "nope.toml")
+    with pytest.raises(UsageError, match=r"Profile .* is a folder, not a file\."):
+        load_profile(tmp_path)
+
+
+def test_a_pipe_given_as_a_profile_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "fifo.toml")
+    with pytest.raises(UsageError, match="is not a regular file"):
+        load_profile(tmp_path / "fifo.toml")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from repro.errors import UsageError
-from repro.results.gate import Threshold, decide, gate_records, write_junit
+from repro.results.gate import Threshold, decide, gate_records, junit_on_error, write_junit
 from repro.results.store import RunStore, check_output_file
 from repro.results.summary import summarize
 from tests.unit.results.test_store import record
@@ -44,9 +44,49 @@ def test_verdicts_and_exit_codes() -> None:
     assert "1 turn failed (http_error 1); the run" in decide(errored, Threshold.parse("0")).message
     verdict = decide(wedged, Threshold.parse("0"))
     assert verdict.exit_code == 2 and verdict.message.startswith("WEDGE")
+    nothing = summarize([], config={}, wall_s=1)
+    assert decide(nothing, Threshold.parse("0")).message.startswith("ERROR: no turn was judged")
 
 
-def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
+def corrupted_and_failed(failed: int, judged: int = 10, corrupted: int = 1, **kw: object):
+    records = [record(session_id=i, corrupted=i < corrupted) for i in range(judged)]
+    records += [
+        record(session_id=judged + i, outcome="timeout", error="turn deadline")
+        for i in range(failed)
+    ]
+    return summarize(records, config={}, wall_s=1, **kw)
+
+
+def test_corruption_above_the_threshold_is_a_fail_even_when_turns_failed() -> None:
+    verdict = decide(corrupted_and_failed(failed=3), Threshold.parse("0"))
+    assert verdict.exit_code == 1
+    # The message names both: the corrupted turns, and the failed ones.
+    assert verdict.message.startswith("FAIL: 1 of 10 turns corrupted (10.00%) in 1 session;")
+    assert "Also: 3 turns failed (timeout 3)." in verdict.message
+    assert verdict.troubles == ("3 turns failed (timeout 3)",)
+    # A count is proven even when the engine died: more turns cannot undo a corrupted one.
+    died = corrupted_and_failed(failed=0, error="The decode engine process was killed by signal 9")
+    assert decide(died, Threshold.parse("0")).exit_code == 1
+
+
+def test_a_percent_counts_failed_turns_as_clean_before_calling_it_a_fail() -> None:
+    # 1 corrupted of 10 judged is 10%; with 3 failed turns as clean it is 1 of 13 = 7.7%.
+    assert decide(corrupted_and_failed(failed=3), Threshold.parse("8%")).exit_code == 2
+    assert decide(corrupted_and_failed(failed=3), Threshold.parse("7%")).exit_code == 1
+    assert decide(corrupted_and_failed(failed=0), Threshold.parse("8%")).exit_code == 1
+    # A run that ended early cannot prove a percent: the turns it never ran could dilute it.
+    wedged = corrupted_and_failed(failed=0, wedge="no token for 60 s")
+    assert decide(wedged, Threshold.parse("1%")).exit_code == 2
+    assert decide(wedged, Threshold.parse("0")).exit_code == 1
+
+
+def test_an_interrupted_run_is_130_whatever_it_measured() -> None:
+    stopped = corrupted_and_failed(failed=0, interrupted=True)
+    verdict = decide(stopped, Threshold.parse("0"))
+    assert verdict.exit_code == 130 and verdict.message.startswith("INTERRUPTED: 1 of 10 turns")
+
+
+def test_junit_has_a_case_per_session_the_gate_and_the_run_health(tmp_path: Path) -> None:
     records = [
         record(session_id=0),
         record(session_id=1, corrupted=True),
@@ -62,9 +102,26 @@ def test_junit_has_a_case_per_session_and_the_gate(tmp_path: Path) -> None:
     assert gate_records(tmp_path / "no-load-ran") == []
     write_junit(tmp_path / "junit.xml", summary, gate_records(tmp_path / "run"), verdict)
     suite = ET.parse(tmp_path / "junit.xml").getroot()
-    assert suite.get("tests") == "4" and suite.get("failures") == "1" and suite.get("errors") == "2"
     names = [case.get("name") for case in suite.iter("testcase")]
-    assert names == ["session 0", "session 1", "session 2", "corruption threshold"]
+    assert names == ["session 0", "session 1", "session 2", "corruption threshold", "run health"]
+    # Both said: the corrupted session and the threshold fail; the failed turn is an error.
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "2", "2")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["corruption threshold"].find("failure").get("message").startswith("FAIL: 1 of 2")
+    assert cases["run health"].find("error").get("message") == "1 turn failed (timeout 1)"
+    assert cases["session 2"].find("error").get("message").startswith("turn 0: timeout")
+
+
+def test_junit_is_written_when_the_gate_stops_before_a_run(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    with pytest.raises(UsageError), junit_on_error(junit):
+        raise UsageError("Knob 'index_k' has no value 'bf17'.")
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("errors")) == ("1", "1")
+    assert suite.find("testcase/error").get("message") == "Knob 'index_k' has no value 'bf17'."
+    with pytest.raises(KeyboardInterrupt), junit_on_error(junit):
+        raise KeyboardInterrupt
+    assert "interrupted" in ET.parse(junit).getroot().find("testcase/error").get("message")
 
 
 def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
@@ -77,3 +134,14 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path:
     blocker.write_text("")
     with pytest.raises(UsageError, match="a-file is a file, not a folder"):
         check_output_file("--junit", blocker / "junit.xml")
+
+
+def test_a_pipe_given_as_junit_is_refused_before_the_run(tmp_path: Path) -> None:
+    import os
+
+    from repro.results.gate import check_junit_path
+
+    os.mkfifo(tmp_path / "junit.xml")  # writing it would wait for a reader forever
+    with pytest.raises(UsageError, match="is not a regular file"):
+        check_junit_path(tmp_path / "junit.xml")
+    check_junit_path(tmp_path / "new.xml")

@@ -68,7 +68,12 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
         ("spec.json", b"{", r"spec.json is not valid JSON"),
         ("spec.json", b"[]", r"spec.json does not hold a JSON object"),
         ("summary.json", b"", r"summary.json is not valid JSON"),
-        ("summary.json", b"\xff", r"summary.json is not valid JSON"),
+        ("summary.json", b"\xff", r"summary.json is not UTF-8 text"),
+        ("summary.json", b"[" * 100_000, r"summary.json nests too deeply"),
+        ("summary.json", b'{"interrupted": "maybe"}', r"summary.json is damaged at 'interrupted'"),
+        ("summary.json", b'{"wall_s": NaN}', r"summary.json is damaged at 'wall_s'"),
+        ("spec.json", b'{"config": ["pd"]}', r"spec.json is damaged at 'config'"),
+        ("spec.json", b'{"config": {"topology": 1}}', r"spec.json is damaged at 'config.topology'"),
     ],
 )
 def test_a_damaged_run_folder_is_one_sentence(
@@ -140,3 +145,75 @@ def test_compare_with_a_run_that_measured_nothing_tests_nothing() -> None:
     console.print(comparison_table(a, empty, compare(a, empty)))
     text = console.export_text()
     assert "no significant difference" not in text and "n/a (a run measured nothing)" in text
+
+
+def test_a_run_folder_read_back_from_missing_keys_uses_what_is_there(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "a", corrupted=2)
+    (folder / "spec.json").write_text("{}")
+    (folder / "summary.json").write_text('{"error": "The decode engine died."}')
+    s = read_run(folder).summary
+    assert (s.sessions_corrupted, s.config, s.error) == (2, {}, "The decode engine died.")
+
+
+def test_flipped_bytes_in_the_turns_table_are_one_sentence(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "a", corrupted=1)
+    data = bytearray((folder / "turns.parquet").read_bytes())
+    for offset in range(len(data) - 40, len(data) - 8):  # the footer: the table's metadata
+        data[offset] ^= 0xFF
+    (folder / "turns.parquet").write_bytes(bytes(data))
+    with pytest.raises(UsageError, match="is not a turns table written by repro run, or it is"):
+        read_run(folder)
+
+
+def test_empty_values_where_a_turn_always_has_one_are_one_sentence(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = write_run(tmp_path / "a", corrupted=1)
+    table = pq.read_table(folder / "turns.parquet")
+    nulls = pa.nulls(table.num_rows, pa.string())
+    pq.write_table(table.set_column(2, "outcome", nulls), folder / "turns.parquet")
+    with pytest.raises(UsageError, match="column 'outcome' has empty values"):
+        read_run(folder)
+    pq.write_table(table.drop_columns(["gaps_s"]), folder / "turns.parquet")
+    with pytest.raises(UsageError, match="it lacks gaps_s"):
+        read_run(folder)
+
+
+def test_a_turns_table_may_be_a_folder_of_parts(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    folder = write_run(tmp_path / "a", corrupted=3, sessions=10)
+    table = pq.read_table(folder / "turns.parquet")
+    (folder / "turns.parquet").unlink()
+    (folder / "turns.parquet").mkdir()
+    pq.write_table(table.slice(0, 4), folder / "turns.parquet" / "part-0.parquet")
+    pq.write_table(table.slice(4), folder / "turns.parquet" / "part-1.parquet")
+    assert read_run(folder).summary.sessions_corrupted == 3
+    (folder / "turns.parquet" / "part-1.parquet").write_bytes(b"PAR1 damaged")
+    with pytest.raises(UsageError, match="or it is damaged"):
+        read_run(folder)
+
+
+def test_a_pipe_in_place_of_a_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+
+    folder = write_run(tmp_path / "a", corrupted=1)
+    for name in ("turns.parquet", "spec.json"):
+        (folder / name).rename(folder / f"{name}.kept")
+        os.mkfifo(folder / name)
+        with pytest.raises(UsageError, match="not a regular file"):
+            read_run(folder)
+        (folder / name).unlink()
+        (folder / f"{name}.kept").rename(folder / name)
+
+
+def test_a_run_younger_than_its_first_write_says_so(tmp_path: Path) -> None:
+    # What a live run looks like in its first seconds: spec.json, no turns, no summary yet.
+    folder = tmp_path / "live"
+    folder.mkdir()
+    RunStore.write_json(folder / "spec.json", {"config": {}})
+    with pytest.raises(UsageError, match="has no finished turns yet: the run is starting or"):
+        read_run(folder)
+    with pytest.raises(UsageError, match="does not exist"):
+        read_run(tmp_path / "nowhere")

@@ -1,0 +1,46 @@
+"""Signals at random moments of many short runs: INT, TERM, HUP and KILL in turn, each at a
+seeded random moment (the CLI's start, the engine's start-up, the load, the teardown), each
+checked as tests/e2e/test_signal_faults.py checks it (the documented exit code, agreeing with
+summary.json; no traceback; no process of the run left 3 s after repro exits).
+
+    PYTHONPATH=. python bench/signal_faults.py --cases 24 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.e2e.test_signal_faults import cases, signal_once_and_check
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    outcomes: collections.Counter[str] = collections.Counter()
+    broken = []
+    for sig, delay_s in cases(args.cases, args.seed):
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                outcome = signal_once_and_check(Path(folder) / "run", sig, delay_s)
+            except AssertionError as exc:
+                outcome = "BROKEN"
+                broken.append(f"{sig.name} at {delay_s} s: {str(exc)[:300]}")
+        outcomes[f"{sig.name} {outcome}"] += 1
+        print(f"{sig.name:<8} at {delay_s:5.2f} s: {outcome}", flush=True)
+    print(f"\n{args.cases} cases, {len(broken)} broken promises")
+    for key, count in sorted(outcomes.items()):
+        print(f"  {key:<40} {count}")
+    for line in broken:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""SIGTERM and SIGHUP mean what Ctrl-C means, in every command and at every moment.
+
+`install()` runs first thing in the console script. Outside a run each of the three raises
+KeyboardInterrupt (or whatever Ctrl-C does at that moment, e.g. asyncio's graceful cancel),
+which typer turns into exit 130; during `repro run` harness/run.py listens for all three
+and tears the engine down first. Once a run has written its summary, `settle()` keeps a
+signal from turning its outcome into 130: a first one is noted, a second stops at once.
+Standard library only: it is imported before anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+REPEAT_WINDOW_S = 1.0  # a repeat this soon is the same stop delivered twice (a terminal
+# signals the whole process group; wrappers such as `timeout` forward it again)
+
+# The standard streams that were a terminal when repro started: after a hang-up they are
+# dead, and a write to them would fail (EIO) in the middle of the teardown.
+_terminal_fds: tuple[int, ...] = ()
+
+
+def install() -> None:
+    global _terminal_fds
+    _terminal_fds = tuple(fd for fd in (1, 2) if _isatty(fd))
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _like_ctrl_c)
+
+
+def settle() -> None:
+    """The command's outcome is decided: a signal no longer changes it; a second one (after
+    REPEAT_WINDOW_S) stops at once, as KeyboardInterrupt."""
+    first_at: list[float] = []
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            detach_from_terminal()
+        if not first_at:
+            first_at.append(time.monotonic())
+        elif time.monotonic() - first_at[0] > REPEAT_WINDOW_S:
+            raise KeyboardInterrupt
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, noted)
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _like_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGHUP:
+        detach_from_terminal()
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # Ctrl-C ignored (a background job): a SIGTERM must still stop repro
+        raise KeyboardInterrupt
+
+
+def detach_from_terminal() -> None:
+    """After a hang-up, send what was going to the terminal to /dev/null instead."""
+    if not _terminal_fds:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in _terminal_fds:
+        os.dup2(devnull, fd)
+    os.close(devnull)

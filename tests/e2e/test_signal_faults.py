@@ -1,0 +1,70 @@
+"""Signals at random moments of a run's life (the CLI's start, the engine's start-up, the
+load, the teardown), SIGKILL included: the exit code is the documented one and agrees with
+summary.json, there is no traceback, and no process of the run is left 3 s after repro."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST
+from tests.e2e.leftovers import assert_none_left
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
+
+
+def cases(n: int, seed: int) -> list[tuple[signal.Signals, float]]:
+    """n (signal, seconds after the start) pairs, each signal in turn at a random moment of a
+    short run (about 6 s here: the CLI starts, the engine starts, the load, the teardown)."""
+    rng = random.Random(seed)
+    return [(SIGNALS[i % len(SIGNALS)], round(rng.uniform(0.0, 7.0), 2)) for i in range(n)]
+
+
+def signal_once_and_check(out: Path, sig: signal.Signals, delay_s: float) -> str:
+    """Start a short run, send `sig` after delay_s, check every promise; return the outcome."""
+    argv = [sys.executable, "-m", "repro", "run", "--sessions", "4", "--topology", "single", *FAST]
+    process = subprocess.Popen(
+        [*argv, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(delay_s)
+    sent = process.poll() is None
+    if sent:
+        process.send_signal(sig)
+    _, stderr = process.communicate(timeout=90)
+    exited_at = time.monotonic()
+    code = process.returncode
+    written = out / "summary.json"
+    summary = json.loads(written.read_text()) if written.exists() else None
+    if sent and sig == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+        outcome = "killed"
+    elif summary is None and code != 130:
+        # Before any of repro's code runs, the interpreter ends the system's default way (and
+        # CPython may print its own "Fatal Python error" for a Ctrl-C during `import site`).
+        assert sent and not out.exists() and code in (-sig, -signal.SIGINT), (code, stderr)
+        outcome = "stopped while Python started"
+    elif summary is None:  # stopped before the run folder had a summary: before any start
+        assert sent and not out.exists() and "Traceback" not in stderr, stderr
+        outcome = "interrupted before start"
+    else:
+        assert code in (0, 130) and "Traceback" not in stderr, (code, stderr)
+        assert (code == 130) == summary["interrupted"], (code, summary["interrupted"])
+        outcome = "interrupted" if code == 130 else "complete"
+    assert_none_left(out, exited_at, after_s=3.0)
+    return outcome
+
+
+@pytest.mark.parametrize(("sig", "delay_s"), cases(4, seed=11))
+def test_a_signal_at_any_moment_keeps_every_promise(
+    tmp_path: Path, sig: signal.Signals, delay_s: float
+) -> None:
+    signal_once_and_check(tmp_path / "run", sig, delay_s)

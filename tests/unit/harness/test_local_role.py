@@ -1,0 +1,104 @@
+"""A role under its supervisor: its exit as the engine's own, a command that cannot start as
+one sentence, and a stop that reaches processes which ignore SIGTERM or left the group."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from repro.errors import EngineError
+from repro.harness.local_role import LocalRole
+from repro.harness.plan import RolePlan
+
+# Ignores SIGTERM, and starts a daemon (double fork, own session) that ignores it too; each
+# writes its pid to the folder given, then both sleep.
+STUBBORN = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+folder = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open(os.path.join(folder, "daemon"), "w").write(str(os.getpid()))
+        time.sleep(600)
+    os._exit(0)
+open(os.path.join(folder, "main"), "w").write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+def plan(*argv: str) -> RolePlan:
+    return RolePlan("single", tuple(argv), {}, 0, "http://127.0.0.1:9/health", False)
+
+
+def wait_exit(role: LocalRole, within_s: float) -> int:
+    deadline = time.monotonic() + within_s
+    while (code := role.exit_code) is None:
+        assert time.monotonic() < deadline, f"the role did not end within {within_s} s"
+        time.sleep(0.02)
+    return code
+
+
+def wait_for_pids(folder: Path) -> tuple[int, int]:
+    """The pids STUBBORN wrote: its main process and its daemon."""
+    deadline = time.monotonic() + 20
+    while not ((folder / "main").exists() and (folder / "daemon").exists()):
+        assert time.monotonic() < deadline, "the stubborn engine did not start"
+        time.sleep(0.02)
+    time.sleep(0.1)  # written before their writers sleep; let the writes land
+    return int((folder / "main").read_text()), int((folder / "daemon").read_text())
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_role_exits_as_its_engine_did(tmp_path: Path) -> None:
+    assert wait_exit(LocalRole(plan("sh", "-c", "exit 3"), tmp_path, 1.0), 10) == 3
+    killed = LocalRole(plan("sh", "-c", "kill -9 $$"), tmp_path, 1.0)
+    assert wait_exit(killed, 10) == -9
+
+
+def test_a_command_that_cannot_start_is_one_sentence(tmp_path: Path) -> None:
+    before = cgroups_made()
+    with pytest.raises(EngineError) as refused:
+        LocalRole(plan("/nonexistent/engine", "--port", "1"), tmp_path, 1.0)
+    assert str(refused.value) == (
+        "Cannot start the single role (/nonexistent/engine): No such file or directory."
+    )
+    assert cgroups_made() <= before  # the supervisor removed the cgroup it had made
+
+
+def cgroups_made() -> set[Path]:
+    from repro.harness.supervisor import _cgroup2_mount
+
+    mount = _cgroup2_mount()
+    return set(mount.glob("**/repro-*-single")) if mount else set()
+
+
+def test_stop_reaches_a_sigterm_ignoring_engine_and_its_daemon(tmp_path: Path) -> None:
+    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, 1.0)
+    main, daemon = wait_for_pids(tmp_path)
+    assert os.getpgid(daemon) != os.getpgid(main)  # the daemon left the role's process group
+    started = time.monotonic()
+    role.stop()
+    assert wait_exit(role, 10) == -9  # SIGTERM was ignored: SIGKILL after the stop timeout
+    assert 0.9 < time.monotonic() - started < 5
+    assert not alive(main) and not alive(daemon)
+
+
+def test_hurry_kills_at_once(tmp_path: Path) -> None:
+    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, 30.0)
+    main, daemon = wait_for_pids(tmp_path)
+    started = time.monotonic()
+    role.hurry()
+    assert wait_exit(role, 10) == -9 and time.monotonic() - started < 5  # not the 30 s timeout
+    assert not alive(main) and not alive(daemon)
