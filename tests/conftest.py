@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,16 @@ SGLANG_ENV = Path(os.environ.get("REPRO_SGLANG_ENV", REPO_ROOT / ".cache" / "sgl
 # Where the vLLM profile looks by default ({repo_root}/.cache/...): the tests use its defaults.
 VLLM_ENV = REPO_ROOT / ".cache" / "vllm-0.32"
 TINY_MODEL = REPO_ROOT / ".cache" / "tiny-qwen2"
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored() -> Iterator[None]:
+    """A command run in-process leaves its handlers behind once its run is settled
+    (repro.interrupts.settle); the next test starts from the handlers pytest had."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
 
 
 @pytest.fixture(scope="session")

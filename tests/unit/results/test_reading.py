@@ -155,8 +155,18 @@ def test_a_run_folder_read_back_from_missing_keys_uses_what_is_there(tmp_path: P
     assert (s.sessions_corrupted, s.config, s.error) == (2, {}, "The decode engine died.")
 
 
+def as_one_file(folder: Path) -> Path:
+    """The run's turns.parquet rewritten as one file, as runs before the parts wrote it."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(folder / "turns.parquet")
+    shutil.rmtree(folder / "turns.parquet")
+    pq.write_table(table, folder / "turns.parquet")
+    return folder
+
+
 def test_flipped_bytes_in_the_turns_table_are_one_sentence(tmp_path: Path) -> None:
-    folder = write_run(tmp_path / "a", corrupted=1)
+    folder = as_one_file(write_run(tmp_path / "a", corrupted=1))
     data = bytearray((folder / "turns.parquet").read_bytes())
     for offset in range(len(data) - 40, len(data) - 8):  # the footer: the table's metadata
         data[offset] ^= 0xFF
@@ -169,7 +179,7 @@ def test_empty_values_where_a_turn_always_has_one_are_one_sentence(tmp_path: Pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = write_run(tmp_path / "a", corrupted=1)
+    folder = as_one_file(write_run(tmp_path / "a", corrupted=1))
     table = pq.read_table(folder / "turns.parquet")
     nulls = pa.nulls(table.num_rows, pa.string())
     pq.write_table(table.set_column(2, "outcome", nulls), folder / "turns.parquet")
@@ -183,7 +193,7 @@ def test_empty_values_where_a_turn_always_has_one_are_one_sentence(tmp_path: Pat
 def test_a_turns_table_may_be_a_folder_of_parts(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    folder = write_run(tmp_path / "a", corrupted=3, sessions=10)
+    folder = as_one_file(write_run(tmp_path / "a", corrupted=3, sessions=10))
     table = pq.read_table(folder / "turns.parquet")
     (folder / "turns.parquet").unlink()
     (folder / "turns.parquet").mkdir()
