@@ -11,6 +11,8 @@ Its tables:
                   replacement command (with its own health path and extra ports); or
                   `unmapped` (the engine has no such switch)
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the rest
+    [placement.T] --launcher slurm: the nodes topology T needs and the node of each role
+                  (placement.py)
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
 Placeholders are `{name}`: a setting, `python`, `repro_python`, `repo_root` (this checkout),
@@ -31,6 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from repro.errors import UsageError
+from repro.harness.placement import PlacementSpec, check_placements, on_one_node
 from repro.knobs import STORY_DEFAULTS, describe
 
 SELECTOR_ENGINE = "engine"
@@ -112,6 +115,7 @@ class Profile(_Strict):
     roles: dict[str, RoleSpec]
     knobs: dict[str, KnobSpec] = Field(default_factory=dict)
     preflight: PreflightSpec = Field(default_factory=PreflightSpec)
+    placement: dict[str, PlacementSpec] = Field(default_factory=dict)
     source: Path | None = None
 
     @model_validator(mode="after")
@@ -145,7 +149,13 @@ class Profile(_Strict):
                         )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        topology_roles = {name: topo.roles for name, topo in self.topologies.items()}
+        check_placements(self.placement, topology_roles, self.settings)
         return self
+
+    def placement_for(self, topology: str) -> PlacementSpec:
+        """Where --launcher slurm puts each role of the topology (all on one node by default)."""
+        return self.placement.get(topology) or on_one_node(self.topologies[topology].roles)
 
     @staticmethod
     def _default_of(knob: str, spec: KnobSpec) -> str:
