@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from repro.errors import UsageError
 from repro.harness.profile import SELECTOR_ALL, SELECTOR_ENGINE, Profile, RoleChange, fill
@@ -23,10 +24,11 @@ class RolePlan:
     port: int
     health_url: str
     router: bool
+    host: str = HOST  # the address it listens on and is reached at
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,26 +63,47 @@ def _changes_for(profile: Profile, config: dict[str, str], role: str) -> list[Ro
     return changes
 
 
-def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
-    """Allocate ports, fill every placeholder and apply every knob; nothing is started."""
+class Addresses(Protocol):
+    """Where each role listens: its host, and free ports on that host."""
+
+    def host(self, role: str) -> str: ...
+
+    def ports(self, role: str, count: int) -> list[int]: ...
+
+
+class Loopback:
+    """Every role on this machine's loopback, ports asked of the local kernel."""
+
+    def host(self, role: str) -> str:
+        return HOST
+
+    def ports(self, role: str, count: int) -> list[int]:
+        return free_ports(count)
+
+
+def build_plan(
+    profile: Profile, spec: RunSpec, config: dict[str, str], addresses: Addresses | None = None
+) -> LaunchPlan:
+    """Allocate ports, fill every placeholder and apply every knob; nothing is started.
+
+    `addresses` puts roles elsewhere (Slurm nodes); by default all listen on 127.0.0.1."""
+    on = addresses or Loopback()
     topology = profile.topologies[config["topology"]]
     names = topology.roles
     changes = {r: _changes_for(profile, config, r) for r in names}
     # A knob that swaps a role's program may bring that program's own ports.
-    extra = [
-        port
-        for r in names
-        for port in [*profile.roles[r].ports, *(p for c in changes[r] for p in c.ports)]
-    ]
-    if len(set(extra)) != len(extra):
+    extra = {r: [*profile.roles[r].ports, *(p for c in changes[r] for p in c.ports)] for r in names}
+    flat = [port for r in names for port in extra[r]]
+    if len(set(flat)) != len(flat):
         raise UsageError(
             "Profile roles declare the same extra port name twice; names must be unique."
         )
-    if spec.port is not None:
+    if spec.port is not None and addresses is None:
         require_free(spec.port)
-    ports = iter(free_ports(len(names) + len(extra)))
+    # Each role's port, then its extra ports, all free on the role's own host.
+    got = {r: on.ports(r, 1 + len(extra[r])) for r in names}
     role_port = {
-        r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names
+        r: (spec.port if (r == topology.entry and spec.port) else got[r][0]) for r in names
     }
     unknown = set(spec.settings) - set(profile.settings)
     if unknown:
@@ -103,8 +126,8 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
     values = builtins | {k: fill(v, builtins, where) for k, v in chosen.items() if k != "python"}
     for r in names:
         values[f"{r}_port"] = str(role_port[r])
-        values[f"{r}_url"] = f"http://{HOST}:{role_port[r]}"
-    values.update({name: str(next(ports)) for name in extra})
+        values[f"{r}_url"] = f"http://{on.host(r)}:{role_port[r]}"
+        values.update(zip(extra[r], map(str, got[r][1:]), strict=True))
 
     roles = []
     for r in names:
@@ -116,12 +139,12 @@ def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> Launc
             args += change.args
             env |= change.env
         server_args = [] if role.router else list(spec.server_args)
-        local = values | {"port": str(role_port[r])}
+        local = values | {"port": str(role_port[r]), "host": on.host(r)}
         where = f"Role '{r}' of profile {profile.source or profile.engine.name}"
         argv = [fill(a, local, where) for a in [*role.prefix, *command, *args]] + server_args
         env = {k: fill(v, local, where) for k, v in env.items()}
-        health = f"http://{HOST}:{role_port[r]}{health_path}"
-        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router))
+        health = f"http://{on.host(r)}:{role_port[r]}{health_path}"
+        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router, on.host(r)))
     start_order = [r for r in roles if r.name != topology.entry] + [
         r for r in roles if r.name == topology.entry
     ]
