@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,18 @@ def processes_with_ports(ports: list[str]) -> list[int]:
 
 def summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(repo_root: Path) -> Iterator[None]:
+    """The local 3-node Slurm (n1-n3 on 127.0.0.1) of scripts/slurm-local, for the session.
+
+    Started here, not by .ci/run (which runs exactly the README's test command), and stopped
+    at the end unless it was already up when the session began.
+    """
+    script = repo_root / "scripts" / "slurm-local"
+    was_up = subprocess.run([script, "status"], capture_output=True).returncode == 0
+    subprocess.run([script, "start"], check=True, timeout=600)
+    yield
+    if not was_up:
+        subprocess.run([script, "stop"], check=True, timeout=120)

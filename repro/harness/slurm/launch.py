@@ -1,0 +1,239 @@
+"""--launcher slurm: each role is a job step (`srun`) on the node its placement names.
+
+The allocation comes first (its nodes decide the roles' addresses), then free ports are
+found on each node by a short step, then the plan is built with each role's node address
+in {host} and the role URLs. Each role's argv runs under `srun --jobid J --nodelist NODE`;
+srun forwards the role's output to logs/<role>.log on this host (no shared file system is
+needed for logs), and the local launcher starts, probes and watches the srun processes as
+it does any role. On the way out the steps are cancelled with scancel, then the srun
+processes are stopped, then (if repro made it) the allocation is given back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from repro.errors import EngineError, UsageError
+from repro.harness.launcher import Deployment
+from repro.harness.placement import PlacementSpec
+from repro.harness.plan import LaunchPlan, build_plan
+from repro.harness.profile import Profile
+from repro.harness.slurm import commands
+from repro.harness.slurm.allocation import (
+    QUEUE_POLL_S,
+    RELEASE_TIMEOUT_S,
+    AllocationHolder,
+    Status,
+    wait_until,
+)
+from repro.harness.slurm.preflight import check_slurm
+from repro.ports import note_handed_out, recently_handed_out
+from repro.spec import RunSpec
+
+# Ports found free per role on its node: its own port plus extra ones (PD bootstrap,
+# router metrics); a profile asking for more fails with a sentence, not a clash.
+PORTS_PER_ROLE = 4
+PORT_PROBE = """
+import socket, sys
+host, count, avoid = sys.argv[1], int(sys.argv[2]), {int(p) for p in sys.argv[3:]}
+held, ports = [], []
+while len(ports) < count:  # held open together so the kernel hands out each port once
+    s = socket.socket()
+    s.bind((host, 0))
+    held.append(s)
+    if s.getsockname()[1] not in avoid:
+        ports.append(s.getsockname()[1])
+print("REPRO-PORTS", *ports)
+"""
+_tags = itertools.count(1)
+
+
+class NodeAddresses:
+    """Each role's node address, and ports found free on that node (plan.Addresses)."""
+
+    def __init__(self, hosts: Mapping[str, str], ports: Mapping[str, list[int]]) -> None:
+        self._hosts, self._ports = dict(hosts), dict(ports)
+
+    def host(self, role: str) -> str:
+        return self._hosts[role]
+
+    def ports(self, role: str, count: int) -> list[int]:
+        if count > len(self._ports[role]):
+            raise UsageError(
+                f"Role '{role}' needs {count} ports; --launcher slurm finds {PORTS_PER_ROLE} "
+                "per role on its node."
+            )
+        return self._ports[role][:count]
+
+
+def probe_ports(job_id: str, node: str, address: str, count: int, avoid: set[int]) -> list[int]:
+    """`count` ports free on the node's address, asked of that node's kernel by a short step."""
+    out = commands.slurm(
+        "srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
+        "--overlap", "--input=none", "--job-name=repro.ports",
+        "python3", "-c", PORT_PROBE, address, str(count), *map(str, sorted(avoid)),
+        timeout_s=120,
+    )  # fmt: skip
+    for line in out.splitlines():
+        if line.startswith("REPRO-PORTS "):
+            return [int(p) for p in line.split()[1:]]
+    raise EngineError(f"The port probe on node {node} printed no ports: {out.strip()[-200:]!r}.")
+
+
+async def find_addresses(job_id: str, role_node: Mapping[str, str]) -> NodeAddresses:
+    """Each role's node address and its ports; nodes probed one after another, each told to
+    avoid every port handed out so far (emulated nodes share one kernel)."""
+    nodes = list(dict.fromkeys(role_node.values()))
+    addresses = await anyio.to_thread.run_sync(commands.node_addresses, nodes)
+    avoid = recently_handed_out()
+    found: dict[str, list[int]] = {}
+    for node in nodes:
+        roles = [r for r, n in role_node.items() if n == node]
+        count = PORTS_PER_ROLE * len(roles)
+        ports = await anyio.to_thread.run_sync(
+            probe_ports, job_id, node, addresses[node], count, avoid
+        )
+        note_handed_out(ports)
+        avoid |= set(ports)
+        for i, role in enumerate(roles):
+            found[role] = ports[i * PORTS_PER_ROLE : (i + 1) * PORTS_PER_ROLE]
+    hosts = {role: addresses[node] for role, node in role_node.items()}
+    return NodeAddresses(hosts, found)
+
+
+def step_prefix(job_id: str, node: str, name: str, extra: Sequence[str]) -> tuple[str, ...]:
+    """srun for one role: one task on its node, sharing the node with the other roles' steps
+    (--overlap: a router beside decode, or a slot's roles on a node another step holds)."""
+    return (
+        "srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
+        f"--job-name={name}", "--overlap", "--input=none", *extra,
+    )  # fmt: skip
+
+
+def on_steps(
+    plan: LaunchPlan, job_id: str, role_node: Mapping[str, str], placement: PlacementSpec, tag: str
+) -> LaunchPlan:
+    roles = tuple(
+        replace(
+            role,
+            argv=(
+                *step_prefix(
+                    job_id,
+                    role_node[role.name],
+                    f"{tag}.{role.name}",
+                    placement.step_args.get(role.name, ()),
+                ),
+                *role.argv,
+            ),
+        )
+        for role in plan.roles
+    )
+    return replace(plan, roles=roles)
+
+
+def describe_placement(profile: Profile, topology: str) -> list[str]:
+    """Dry-run notes: where each role would run (nodes are known only once allocated)."""
+    placement = profile.placement_for(topology)
+    notes = [f"--launcher slurm: an allocation of {placement.nodes} node(s)"]
+    if placement.alloc_args:
+        notes[0] += f" with {' '.join(placement.alloc_args)}"
+    for role, node in placement.roles.items():
+        extra = " ".join(placement.step_args.get(role, ()))
+        notes.append(
+            f"{role}: srun --jobid=JOB --nodelist=<node {node}> --overlap {extra}".rstrip()
+            + " ... (the argv below, with {host} and ports from that node)"
+        )
+    if placement.settings:
+        settings = ", ".join(f"{k}={v}" for k, v in placement.settings.items())
+        notes.append(f"the placement sets {settings} (--set wins)")
+    return notes
+
+
+def _step_ids(job_id: str, tag: str) -> list[str]:
+    return [s.step_id for s in commands.job_steps(job_id) if s.name.startswith(f"{tag}.")]
+
+
+async def _stop_steps(job_id: str, tag: str, deployment: Deployment) -> None:
+    """scancel this deployment's steps, let their srun processes end, then make sure."""
+    ours = await anyio.to_thread.run_sync(_step_ids, job_id, tag)
+    await anyio.to_thread.run_sync(lambda: commands.cancel(*ours))
+    await wait_until(
+        lambda: all(r.exit_code is not None for r in deployment.roles),
+        deployment.plan.stop_timeout_s,
+    )
+    await deployment.stop()  # srun processes that did not end: SIGTERM, then SIGKILL
+    await wait_until(lambda: not _step_ids(job_id, tag), RELEASE_TIMEOUT_S, QUEUE_POLL_S)
+
+
+def _record(
+    job_id: str, own: bool, tag: str, deployment: Deployment, role_node: Mapping[str, str]
+) -> dict[str, object]:
+    steps = {s.name.removeprefix(f"{tag}."): s for s in commands.job_steps(job_id)}
+    roles = {}
+    for role in deployment.plan.roles:
+        step = steps.get(role.name)
+        roles[role.name] = {
+            "node": role_node[role.name],
+            "address": role.host,
+            "port": role.port,
+            "job_id": job_id,
+            "step_id": step.step_id if step and step.name.startswith(f"{tag}.") else None,
+            "log": f"{role.name}.log",
+        }
+    return {"launcher": "slurm", "job_id": job_id, "own_allocation": own, "roles": roles}
+
+
+@contextlib.asynccontextmanager
+async def deploy_on_slurm(
+    profile: Profile,
+    spec: RunSpec,
+    config: dict[str, str],
+    logs_dir: Path,
+    holder: AllocationHolder | None = None,
+    status: Status | None = None,
+) -> AsyncIterator[tuple[Deployment, dict[str, object]]]:
+    """Start the configuration's roles as steps; yield once every role is healthy, with the
+    record of where each runs. `holder` keeps the allocation for later deployments; without
+    one, the allocation lives as long as this deployment."""
+    say = status or (lambda _: None)
+    topology = config["topology"]
+    placement = profile.placement_for(topology)
+    owner, holder = holder is None, holder or AllocationHolder(spec)
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if holder.current is None:  # nothing submitted yet: check first, fail in a second
+            await anyio.to_thread.run_sync(check_slurm, spec, placement, topology)
+        allocation = await holder.get(placement, logs_dir / "salloc.log", say)
+        role_node = {r: allocation.nodes[n - 1] for r, n in placement.roles.items()}
+        addresses = await find_addresses(allocation.job_id, role_node)
+        placed = spec.model_copy(update={"settings": placement.settings | spec.settings})
+        plan = build_plan(profile, placed, config, addresses)
+        tag = f"repro.{os.getpid()}-{next(_tags)}"
+        deployment = Deployment(
+            on_steps(plan, allocation.job_id, role_node, placement, tag), logs_dir
+        )
+        try:
+            say(
+                f"starting {', '.join(placement.roles)} as steps of Slurm job "
+                f"{allocation.job_id} on {', '.join(dict.fromkeys(role_node.values()))}"
+            )
+            await deployment.start()
+            record = await anyio.to_thread.run_sync(
+                _record, allocation.job_id, allocation.own, tag, deployment, role_node
+            )
+            (logs_dir / "placement.json").write_text(json.dumps(record, indent=2))
+            yield deployment, record
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop_steps(allocation.job_id, tag, deployment)
+    finally:
+        if owner:
+            await holder.aclose()
