@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Self, TypeVar
 
@@ -18,6 +18,7 @@ from repro.bisect.cache import TrialCache
 from repro.bisect.flags import FlagReport, search_flags
 from repro.bisect.matrix import MatrixReport, run_matrix
 from repro.bisect.oracle import Oracle
+from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
 from repro.bisect.trial import TrialRunner
@@ -32,12 +33,24 @@ class _Campaign(BaseModel):
     run: RunSpec = Field(description="the load per wave: run.sessions is the wave size")
     sprt: SprtSettings = Field(default_factory=SprtSettings)
     out_dir: Path = Field(Path("results"), description="results folder; the cache lives here")
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="trials measured at once, each on its own deployment (with --launcher "
+        "slurm, its own allocation)",
+    )
 
     @model_validator(mode="after")
     def _launches(self) -> _Campaign:
         if self.run.url is not None:
             raise ValueError(
                 "bisect launches the engine in each configuration it measures, so --url cannot be used"
+            )
+        if self.parallel > 1 and self.run.port is not None:
+            raise ValueError(
+                f"--port gives one entry port, but --parallel {self.parallel} runs "
+                f"{self.parallel} deployments at once; leave --port out"
             )
         return self
 
@@ -54,7 +67,8 @@ class _Campaign(BaseModel):
         return self.out_dir / "bisect"
 
     def digest(self) -> str:
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        # How many trials run at once changes the wall time, not the campaign or its report.
+        text = json.dumps(self.model_dump(mode="json", exclude={"parallel"}), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -76,7 +90,10 @@ class MatrixCampaign(_Campaign):
 
 
 def bisect_flags(
-    campaign: FlagCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+    campaign: FlagCampaign,
+    *,
+    oracle: Oracle | Sequence[Oracle] | None = None,
+    progress: Progress | None = None,
 ) -> FlagReport:
     """Find the conjunction of knobs that makes `good` corrupt like `bad`."""
 
@@ -90,7 +107,10 @@ def bisect_flags(
 
 
 def bisect_matrix(
-    campaign: MatrixCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+    campaign: MatrixCampaign,
+    *,
+    oracle: Oracle | Sequence[Oracle] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[MatrixReport, Path]:
     """Measure every cell of the design; returns the report and its parquet file."""
 
@@ -138,15 +158,23 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
 def _run(
     campaign: _Campaign,
     body: Callable[[TrialRunner], Awaitable[Report]],
-    oracle: Oracle | None,
+    oracle: Oracle | Sequence[Oracle] | None,
     progress: Progress | None,
 ) -> Report:
     import anyio
 
     async def main() -> Report:
-        engine = oracle or _harness_oracle(campaign.run)
+        # K deployments: the harness's, or what the caller gave (tests): one oracle per slot,
+        # or a single one that serves every slot itself.
+        if oracle is None:
+            oracles = [_harness_oracle(campaign.run) for _ in range(campaign.parallel)]
+        elif isinstance(oracle, Sequence):
+            oracles = list(oracle)
+        else:
+            oracles = [oracle] * campaign.parallel
+        engines = OraclePool(oracles)
         runner = TrialRunner(
-            engine,
+            engines,
             TrialCache(campaign.folder / "cache"),
             campaign.run,
             campaign.sprt,
@@ -156,9 +184,9 @@ def _run(
         try:
             return await body(runner)
         finally:
-            # Shielded so a Ctrl-C still stops the engine the oracle kept running.
+            # Shielded so a Ctrl-C still stops the engines the oracles kept running.
             with anyio.CancelScope(shield=True):
-                await engine.aclose()
+                await engines.aclose()
 
     return anyio.run(main)
 

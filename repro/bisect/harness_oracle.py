@@ -13,11 +13,15 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
 from repro.errors import EngineError
 from repro.harness.profile import Profile, load_profile
 from repro.spec import RunSpec
+
+if TYPE_CHECKING:
+    from repro.harness.slurm import AllocationHolder
 
 ENGINE_FIELDS = frozenset(
     {"knobs", "settings", "profile", "backend", "server_python", "server_args", "port", "seed"}
@@ -52,19 +56,29 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
 
 
 class HarnessOracle:
-    def __init__(self, profile: Profile, profile_bytes: bytes) -> None:
+    def __init__(
+        self, profile: Profile, profile_bytes: bytes, slurm: AllocationHolder | None = None
+    ) -> None:
         self.profile = profile
         self._digest = hashlib.sha256(profile_bytes).hexdigest()[:12]
         self._stack: contextlib.AsyncExitStack | None = None
         self._key: str | None = None
         self._endpoint: object = None
         self._starts = 0
+        # --launcher slurm: one allocation kept from engine to engine (grown when needed), so
+        # a campaign queues for nodes once per deployment slot, not once per configuration.
+        self._slurm = slurm
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> HarnessOracle:
         path = spec.profile_path()
         profile = load_profile(path)  # raises UsageError naming the file and key
-        return cls(profile, Path(path).read_bytes())
+        slurm = None
+        if spec.launcher == "slurm":
+            from repro.harness.slurm import AllocationHolder
+
+            slurm = AllocationHolder(spec)
+        return cls(profile, Path(path).read_bytes(), slurm)
 
     def identity(self) -> str:
         # The profile's bytes too: two profiles may name the same engine version but map
@@ -98,11 +112,13 @@ class HarnessOracle:
         key = engine_key(spec)
         if key == self._key and self._stack is not None:
             return self._endpoint
-        await self.aclose()
+        await self._stop_engine()  # the Slurm allocation, if any, is kept for the next one
         stack = contextlib.AsyncExitStack()
         self._starts += 1
         # The engine's logs live with the first wave that used it.
-        self._endpoint = await stack.enter_async_context(engine(spec, wave_dir / "engine-logs"))
+        self._endpoint = await stack.enter_async_context(
+            engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
+        )
         self._stack, self._key = stack, key
         return self._endpoint
 
@@ -110,7 +126,12 @@ class HarnessOracle:
     def engine_starts(self) -> int:
         return self._starts
 
-    async def aclose(self) -> None:
+    async def _stop_engine(self) -> None:
         stack, self._stack, self._key = self._stack, None, None
         if stack is not None:
             await stack.aclose()
+
+    async def aclose(self) -> None:
+        await self._stop_engine()
+        if self._slurm is not None:
+            await self._slurm.aclose()

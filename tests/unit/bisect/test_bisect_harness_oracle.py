@@ -44,7 +44,7 @@ def fake_harness(monkeypatch):
     started, stopped, driven = [], [], []
 
     @contextlib.asynccontextmanager
-    async def engine(spec, logs_dir):
+    async def engine(spec, logs_dir, **_launch):
         started.append(dict(spec.knobs))
         try:
             yield f"endpoint-{len(started)}"
