@@ -59,8 +59,9 @@ def engines_not_srun(out: Path) -> list[int]:
 
 
 def start_run(out: Path) -> subprocess.Popen[str]:
+    # Long sessions on a fast engine clock: busy within seconds, far from done when signalled.
     argv = [sys.executable, "-m", "repro", "run", "--launcher", "slurm", "--sessions", "12",
-            "--context-max", "40000", "--out", str(out)]  # fmt: skip
+            "--context-max", "40000", "--set", "time_scale=0.1", "--out", str(out)]  # fmt: skip
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -113,7 +114,7 @@ def test_interrupt_cancels_the_job_and_every_step(tmp_path: Path, sig: signal.Si
     out = tmp_path / "run"
     process = start_run(out)
     job = placement(out)["job_id"]
-    wait_for_turns(out, 6)
+    wait_for_turns(out, 3)
     assert len(engines_not_srun(out)) == 3
     process.send_signal(sig)
     _, stderr = process.communicate(timeout=60)
@@ -126,7 +127,7 @@ def test_a_killed_decode_step_ends_the_run_and_the_job(tmp_path: Path) -> None:
     out = tmp_path / "run"
     process = start_run(out)
     where = placement(out)
-    wait_for_turns(out, 6)
+    wait_for_turns(out, 3)
     slurm("scancel", "--signal=KILL", where["roles"]["decode"]["step_id"])
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2, stderr
@@ -140,7 +141,7 @@ def test_sigkill_of_repro_leaves_nothing_within_the_bound(tmp_path: Path) -> Non
     process = start_run(out)
     try:
         job = placement(out)["job_id"]
-        wait_for_turns(out, 6)
+        wait_for_turns(out, 1)
         os.killpg(process.pid, signal.SIGKILL)  # repro and all it did not start apart
         process.communicate(timeout=10)
         killed_at = time.monotonic()
