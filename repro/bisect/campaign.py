@@ -167,7 +167,7 @@ def _run(
         # K deployments: the harness's, or what the caller gave (tests): one oracle per slot,
         # or a single one that serves every slot itself.
         if oracle is None:
-            oracles = [_harness_oracle(campaign.run) for _ in range(campaign.parallel)]
+            oracles = [_harness_oracle(campaign.run, slot) for slot in range(campaign.parallel)]
         elif isinstance(oracle, Sequence):
             oracles = list(oracle)
         else:
@@ -191,10 +191,10 @@ def _run(
     return anyio.run(main)
 
 
-def _harness_oracle(run: RunSpec) -> Oracle:
+def _harness_oracle(run: RunSpec, slot: int) -> Oracle:
     from repro.bisect.harness_oracle import HarnessOracle
 
-    return HarnessOracle.for_spec(run)
+    return HarnessOracle.for_spec(run, slot)
 
 
 def _write_json(path: Path, document: dict[str, object]) -> None:

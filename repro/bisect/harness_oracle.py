@@ -70,14 +70,19 @@ class HarnessOracle:
         self._slurm = slurm
 
     @classmethod
-    def for_spec(cls, spec: RunSpec) -> HarnessOracle:
+    def for_spec(cls, spec: RunSpec, slot: int = 0) -> HarnessOracle:
+        """The oracle for deployment `slot` of a campaign (0 to --parallel - 1)."""
         path = spec.profile_path()
         profile = load_profile(path)  # raises UsageError naming the file and key
         slurm = None
         if spec.launcher == "slurm":
-            from repro.harness.slurm import AllocationHolder
+            from repro.harness.slurm import AllocationHolder, check_share
 
-            slurm = AllocationHolder(spec)
+            # Inside one job, each slot takes nodes of its own, as many as the widest placement.
+            placements = [profile.placement_for(t) for t in profile.topologies]
+            widest = max(placements, key=lambda p: p.nodes)
+            check_share(spec, widest, slot)  # too few nodes for this slot: fail before trial 1
+            slurm = AllocationHolder(spec, slot, widest.nodes)
         return cls(profile, Path(path).read_bytes(), slurm)
 
     def identity(self) -> str:

@@ -36,6 +36,14 @@ def placement(out: Path, timeout_s: float = 60) -> dict:
     return json.loads(path.read_text())
 
 
+def allocated_nodes(job_id: str) -> list[str]:
+    """The job's nodes in Slurm's order (node 1 of a placement is the first)."""
+    (nodes,) = slurm(
+        "squeue", "--noheader", "--states=all", "--jobs", job_id, "--format=%N"
+    ).split()
+    return slurm("scontrol", "show", "hostnames", nodes).split()
+
+
 def leftovers(job_id: str) -> str:
     """squeue's lines for the job and its steps (empty when Slurm has nothing of it)."""
     jobs = slurm("squeue", "--noheader", "--jobs", job_id)
@@ -83,8 +91,7 @@ def test_pd_run_places_each_role_on_the_node_the_profile_names(tmp_path: Path) -
     where = json.loads((out / "logs" / "placement.json").read_text())
     job = where["job_id"]
     # sim.toml: [placement.pd] nodes = 2, prefill on node 1, decode and router on node 2.
-    (nodes,) = slurm("squeue", "--noheader", "--states=all", "--jobs", job, "--format=%N").split()
-    first, second = slurm("scontrol", "show", "hostnames", nodes).split()
+    first, second = allocated_nodes(job)
     roles = where["roles"]
     assert {r: roles[r]["node"] for r in roles} == {
         "prefill": first,
@@ -169,3 +176,29 @@ def test_preflight_checks_the_slurm_side_before_submitting(tmp_path: Path) -> No
     assert big.returncode == 2
     assert "Partition debug has 3 node(s); the pd placement needs 5 (--nodes)." in big.stderr
     assert last_job() == before  # nothing was submitted
+
+
+def test_inside_an_allocation_it_uses_that_jobs_nodes_and_leaves_the_job_alone(tmp_path):
+    """SLURM_JOB_ID set (an sbatch script, an salloc shell): no new allocation; repro's steps
+    run on the job's first nodes, and only they are cancelled at the end."""
+    out = tmp_path / "run"
+    run = (f"{sys.executable} -m repro run --launcher slurm --sessions 4 --context-max 12000 "
+           f"--set time_scale=0.1 --out {out}")  # fmt: skip
+    # After repro: the job's own steps as squeue sees them (none should be left), and its id.
+    after = 'echo "steps left: $(squeue --noheader --steps --jobs $SLURM_JOB_ID | wc -l)"'
+    inside = subprocess.run(
+        ["salloc", "--nodes=3", "sh", "-c", f"{run} >/dev/null && {after}"],
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert inside.returncode == 0, inside.stderr
+    assert "steps left: 0" in inside.stdout
+    where = json.loads((out / "logs" / "placement.json").read_text())
+    job = where["job_id"]
+    assert where["own_allocation"] is False and f"Granted job allocation {job}" in inside.stderr
+    first, second, _ = allocated_nodes(job)
+    assert {r: w["node"] for r, w in where["roles"].items()} == {
+        "prefill": first,
+        "decode": second,
+        "router": second,
+    }
+    assert not (out / "logs" / "salloc.log").exists()

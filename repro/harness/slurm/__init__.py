@@ -6,8 +6,14 @@ placement names, and scancel on every way out (docs/slurm.md).
     check_slurm(spec, p)    preflight of the Slurm side, before anything is submitted
 """
 
-from repro.harness.slurm.allocation import AllocationHolder
+from repro.harness.slurm.allocation import AllocationHolder, check_share
 from repro.harness.slurm.launch import deploy_on_slurm, describe_placement
 from repro.harness.slurm.preflight import check_slurm
 
-__all__ = ["AllocationHolder", "check_slurm", "deploy_on_slurm", "describe_placement"]
+__all__ = [
+    "AllocationHolder",
+    "check_share",
+    "check_slurm",
+    "deploy_on_slurm",
+    "describe_placement",
+]

@@ -80,12 +80,18 @@ def outer_job() -> str | None:
 
 
 async def allocate(
-    spec: RunSpec, placement: PlacementSpec, log_path: Path, status: Status
+    spec: RunSpec,
+    placement: PlacementSpec,
+    log_path: Path,
+    status: Status,
+    slot: int = 0,
+    width: int = 0,
 ) -> Allocation:
-    """The job inside which repro runs, or a new one from salloc (waiting in the queue)."""
+    """The job inside which repro runs (its share for deployment `slot`), or a new one from
+    salloc (waiting in the queue)."""
     job = outer_job()
     if job is not None:
-        return inside(job, spec, placement)
+        return await anyio.to_thread.run_sync(inside, job, spec, placement, slot, width)
     argv = alloc_argv(spec, placement.nodes, placement.alloc_args)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
@@ -117,7 +123,12 @@ async def allocate(
                 await _abandon(holder, log_path)
 
 
-def inside(job: str, spec: RunSpec, placement: PlacementSpec) -> Allocation:
+def inside(
+    job: str, spec: RunSpec, placement: PlacementSpec, slot: int = 0, width: int = 0
+) -> Allocation:
+    """The job repro runs inside, as deployment `slot` sees it: with --parallel, slot i gets
+    nodes i*width+1 to (i+1)*width of it (width: the widest placement), so deployments
+    running at once never share a node."""
     given = [o for o, f in SLURM_OPTIONS.items() if getattr(spec, f) is not None]
     if given:
         raise UsageError(
@@ -129,12 +140,27 @@ def inside(job: str, spec: RunSpec, placement: PlacementSpec) -> Allocation:
         or commands.slurm("squeue", "--noheader", "--jobs", job, "--format", "%N").strip()
     )
     nodes = commands.hostnames(nodelist)
-    if len(nodes) < placement.nodes:
+    width = max(width, placement.nodes)
+    first = slot * width
+    if len(nodes) < first + placement.nodes:
+        need = (
+            f"the placement needs {placement.nodes}"
+            if slot == 0
+            else f"deployment {slot + 1} of --parallel needs nodes {first + 1} to "
+            f"{first + placement.nodes} of it ({width} per deployment)"
+        )
         raise UsageError(
             f"Slurm job {job}, which repro runs inside, has {len(nodes)} node(s) "
-            f"({', '.join(nodes)}); the placement needs {placement.nodes}."
+            f"({', '.join(nodes)}); {need}."
         )
-    return Allocation(job, nodes, tuple(placement.alloc_args))
+    return Allocation(job, nodes[first : first + width], tuple(placement.alloc_args))
+
+
+def check_share(spec: RunSpec, placement: PlacementSpec, slot: int) -> None:
+    """Inside a job, whether deployment `slot` has nodes of its own for the placement."""
+    job = outer_job()
+    if job is not None:
+        inside(job, spec, placement, slot, placement.nodes)
 
 
 async def _read_grant(holder: subprocess.Popen[bytes], log_path: Path, status: Status) -> str:
@@ -209,24 +235,22 @@ class AllocationHolder:
     """At most one allocation, kept for successive deployments and grown when one needs more
     nodes: a bisect slot queues for its nodes once, not once per configuration."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, slot: int = 0, width: int = 0) -> None:
         self.spec = spec
+        self.slot, self.width = slot, width  # this deployment's share of an outer job
         self.current: Allocation | None = None
 
     async def get(self, placement: PlacementSpec, log_path: Path, status: Status) -> Allocation:
         current = self.current
-        if current is not None and (
-            not current.own
-            or (
-                len(current.nodes) >= placement.nodes
-                and current.alloc_args == tuple(placement.alloc_args)
-            )
+        if (
+            current is not None
+            and current.own
+            and len(current.nodes) >= placement.nodes
+            and current.alloc_args == tuple(placement.alloc_args)
         ):
-            if not current.own:  # the outer job: check it has the nodes this placement needs
-                inside(current.job_id, self.spec, placement)
             return current
         await self.aclose()
-        self.current = await allocate(self.spec, placement, log_path, status)
+        self.current = await allocate(self.spec, placement, log_path, status, self.slot, self.width)
         return self.current
 
     async def aclose(self) -> None:

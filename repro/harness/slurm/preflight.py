@@ -45,7 +45,7 @@ def check_slurm(spec: RunSpec, placement: PlacementSpec, topology: str) -> list[
     if missing:
         raise UsageError(
             f"--launcher slurm needs Slurm's client commands, and {', '.join(missing)} "
-            "is not on PATH (Debian: slurm-client)."
+            f"{'is' if len(missing) == 1 else 'are'} not on PATH (Debian: slurm-client)."
         )
     version = commands.slurm("sinfo", "--version").strip()
     lines = [f"slurm: {', '.join(commands.CLIENT_COMMANDS)} found ({version})"]
