@@ -28,12 +28,15 @@ class Deployed:
 
 def plan_for(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
     """The plan as checked and shown before launch (dry run, preflight). With Slurm the
-    real one is built once nodes are allocated; its notes say where each role will run."""
-    plan = build_plan(profile, spec, config)
+    real one is built once nodes are allocated; this one has the placement's settings, and
+    notes that say where each role will run."""
     if spec.launcher != "slurm":
-        return plan
+        return build_plan(profile, spec, config)
     from repro.harness.slurm import describe_placement
 
+    placement = profile.placement_for(config["topology"])
+    spec = spec.model_copy(update={"settings": placement.settings | spec.settings})
+    plan = build_plan(profile, spec, config)
     notes = describe_placement(profile, config["topology"])
     return replace(plan, notes=(*plan.notes, *notes))
 

@@ -202,3 +202,25 @@ def test_inside_an_allocation_it_uses_that_jobs_nodes_and_leaves_the_job_alone(t
         "router": second,
     }
     assert not (out / "logs" / "salloc.log").exists()
+
+
+def test_ctrl_c_while_queued_withdraws_the_request(tmp_path: Path) -> None:
+    """All three nodes taken: repro's allocation waits in the queue; Ctrl-C gives it up."""
+    blocker = slurm("sbatch", "--parsable", "--nodes=3", "--exclusive", "--output=/dev/null",
+                    "--wrap", "sleep 120").strip()  # fmt: skip
+    try:
+        out = tmp_path / "run"
+        process = start_run(out)
+        log = out / "logs" / "salloc.log"
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "queued and waiting" in log.read_text()):
+            assert time.monotonic() < deadline and process.poll() is None, "never queued"
+            time.sleep(0.2)
+        (job,) = [w for w in log.read_text().split() if w.isdigit()][:1]
+        assert slurm("squeue", "--noheader", "--jobs", job, "--format=%T").strip() == "PENDING"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr
+        assert leftovers(job) == ""
+    finally:
+        slurm("scancel", blocker)

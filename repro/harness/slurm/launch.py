@@ -176,16 +176,20 @@ async def _stop_steps(job_id: str, tag: str, deployment: Deployment) -> None:
 def _record(
     job_id: str, own: bool, tag: str, deployment: Deployment, role_node: Mapping[str, str]
 ) -> dict[str, object]:
-    steps = {s.name.removeprefix(f"{tag}."): s for s in commands.job_steps(job_id)}
+    ours = f"{tag}."
+    steps = {
+        s.name[len(ours) :]: s.step_id
+        for s in commands.job_steps(job_id)
+        if s.name.startswith(ours)
+    }
     roles = {}
     for role in deployment.plan.roles:
-        step = steps.get(role.name)
         roles[role.name] = {
             "node": role_node[role.name],
             "address": role.host,
             "port": role.port,
             "job_id": job_id,
-            "step_id": step.step_id if step and step.name.startswith(f"{tag}.") else None,
+            "step_id": steps.get(role.name),
             "log": f"{role.name}.log",
         }
     return {"launcher": "slurm", "job_id": job_id, "own_allocation": own, "roles": roles}
