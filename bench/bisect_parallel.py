@@ -3,8 +3,9 @@
 The README's six-knob campaign on the embedded engine, each run from an empty results
 folder (nothing from the cache), serial first and then with K trials at once, the same
 launcher for both. For each it prints the culprit, the classes, trials, sessions, wall
-time, the load average around it and how busy the machine's cores were (all processes:
-on a shared 2-core machine the cores, not the search, may set the pace). Run:
+time, the waves and their mean duration, the CPU time of the campaign's processes (repro and the engines it waits for; with
+Slurm, repro only), the load average around it and how busy the machine's cores were (all
+processes: on a shared 2-core machine the cores, not the search, may set the pace). Run:
 
     python bench/bisect_parallel.py --parallel 3 [--launcher slurm] [--rounds 1]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,18 +37,31 @@ def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
+def waves(out: Path) -> list[float]:
+    """Each wave's duration, engine up to summary written (its folder's first and last file)."""
+    spans = []
+    for wave in (out / "bisect" / "trials").glob("*/wave-*"):
+        spans.append((wave / "summary.json").stat().st_mtime - (wave / "spec.json").stat().st_mtime)
+    return spans
+
+
 def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
     argv = [sys.executable, "-m", "repro", "bisect", "flags", "--context-max", "16000",
             "--bad", BAD, "--good", GOOD, "--launcher", launcher, "--parallel", str(parallel),
             "--out", str(out), "--json"]  # fmt: skip
     load_before, (busy0, total0), started = load(), busy_jiffies(), time.monotonic()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     wall_s = time.monotonic() - started
     busy1, total1 = busy_jiffies()
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout)
+    durations = waves(out)
     return {
+        "waves": len(durations),
+        "wave_s": sum(durations) / len(durations),
         "parallel": parallel,
         "culprit": report["culprit"],
         "classes": report["classes"],
@@ -56,6 +71,8 @@ def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
         "load_before": load_before,
         "load_after": load(),
         "cores_busy": (busy1 - busy0) / max(total1 - total0, 1),  # share of all cores' time
+        # repro and the engines it started and waited for (Slurm steps are slurmd's children)
+        "cpu_s": (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime),
     }
 
 
@@ -66,9 +83,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, launcher {args.launcher}")
-    print("| round | trials at once | culprit | classes | trials | sessions | wall s | "
-          "load before/after | cores busy |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| round | trials at once | culprit | classes | trials | sessions | waves | mean wave s "
+          "| wall s | campaign CPU s | load before/after | all cores busy |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for round_ in range(1, args.rounds + 1):
         rows = []
         for parallel in (1, args.parallel):
@@ -79,7 +96,9 @@ def main() -> None:
             classes = ", ".join(f"{k} {v}" for k, v in row["classes"].items())
             print(
                 f"| {round_} | {parallel} | {culprit} | {classes} | {row['trials']} | "
-                f"{row['sessions']} | {row['wall_s']:.0f} | {row['load_before']:.1f} / "
+                f"{row['sessions']} | {row['waves']} | {row['wave_s']:.1f} | "
+                f"{row['wall_s']:.0f} | {row['cpu_s']:.0f} | "
+                f"{row['load_before']:.1f} / "
                 f"{row['load_after']:.1f} | {row['cores_busy']:.0%} |",
                 flush=True,
             )

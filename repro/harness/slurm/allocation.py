@@ -202,6 +202,8 @@ async def _wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None
         process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 async def wait_until(done: Callable[[], bool], timeout_s: float, poll_s: float = POLL_S) -> bool:
