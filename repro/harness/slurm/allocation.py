@@ -88,11 +88,12 @@ async def allocate(
     width: int = 0,
 ) -> Allocation:
     """The job inside which repro runs (its share for deployment `slot`), or a new one from
-    salloc (waiting in the queue)."""
+    salloc (waiting in the queue), of `width` nodes if the placement needs fewer: a bisect
+    slot asks once for the widest placement, not again when a trial needs more nodes."""
     job = outer_job()
     if job is not None:
         return await anyio.to_thread.run_sync(inside, job, spec, placement, slot, width)
-    argv = alloc_argv(spec, placement.nodes, placement.alloc_args)
+    argv = alloc_argv(spec, max(placement.nodes, width), placement.alloc_args)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         log.write(f"# {' '.join(argv)}\n".encode())

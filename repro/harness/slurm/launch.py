@@ -41,17 +41,22 @@ from repro.spec import RunSpec
 # Ports found free per role on its node: its own port plus extra ones (PD bootstrap,
 # router metrics); a profile asking for more fails with a sentence, not a clash.
 PORTS_PER_ROLE = 4
+# One task per node, all in one step. Emulated nodes share one kernel, so a task keeps only
+# ports p with p % nodes == its node's index: two nodes can never be handed the same port.
 PORT_PROBE = """
-import socket, sys
-host, count, avoid = sys.argv[1], int(sys.argv[2]), {int(p) for p in sys.argv[3:]}
+import json, os, socket, sys
+ask = json.loads(sys.argv[1])
+node = os.environ["SLURMD_NODENAME"]
+index, nodes = int(os.environ["SLURM_NODEID"]), int(os.environ["SLURM_STEP_NUM_NODES"])
 held, ports = [], []
-while len(ports) < count:  # held open together so the kernel hands out each port once
+while len(ports) < ask["count"][node]:  # held open together: each port handed out once
     s = socket.socket()
-    s.bind((host, 0))
+    s.bind((ask["address"][node], 0))
     held.append(s)
-    if s.getsockname()[1] not in avoid:
-        ports.append(s.getsockname()[1])
-print("REPRO-PORTS", *ports)
+    port = s.getsockname()[1]
+    if port % nodes == index and port not in ask["avoid"]:
+        ports.append(port)
+print("REPRO-PORTS", node, *ports, flush=True)
 """
 _tags = itertools.count(1)
 
@@ -74,37 +79,45 @@ class NodeAddresses:
         return self._ports[role][:count]
 
 
-def probe_ports(job_id: str, node: str, address: str, count: int, avoid: set[int]) -> list[int]:
-    """`count` ports free on the node's address, asked of that node's kernel by a short step."""
+def probe_ports(
+    job_id: str, addresses: Mapping[str, str], counts: Mapping[str, int], avoid: set[int]
+) -> dict[str, list[int]]:
+    """Free ports on each node's address, asked of each node's own kernel by one short step."""
+    ask = {"address": dict(addresses), "count": dict(counts), "avoid": sorted(avoid)}
     out = commands.slurm(
-        "srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
-        "--overlap", "--input=none", "--job-name=repro.ports",
-        "python3", "-c", PORT_PROBE, address, str(count), *map(str, sorted(avoid)),
+        "srun", f"--jobid={job_id}", f"--nodes={len(counts)}", f"--ntasks={len(counts)}",
+        "--ntasks-per-node=1", f"--nodelist={','.join(counts)}", "--overlap", "--input=none",
+        "--job-name=repro.ports", "python3", "-c", PORT_PROBE, json.dumps(ask),
         timeout_s=120,
     )  # fmt: skip
+    found = {}
     for line in out.splitlines():
         if line.startswith("REPRO-PORTS "):
-            return [int(p) for p in line.split()[1:]]
-    raise EngineError(f"The port probe on node {node} printed no ports: {out.strip()[-200:]!r}.")
+            _, node, *ports = line.split()
+            found[node] = [int(p) for p in ports]
+    if set(found) != set(counts):
+        raise EngineError(
+            f"The port probe on {', '.join(counts)} answered for {', '.join(found) or 'none'}: "
+            f"{out.strip()[-200:]!r}."
+        )
+    return found
 
 
 async def find_addresses(job_id: str, role_node: Mapping[str, str]) -> NodeAddresses:
-    """Each role's node address and its ports; nodes probed one after another, each told to
-    avoid every port handed out so far (emulated nodes share one kernel)."""
+    """Each role's node address and PORTS_PER_ROLE ports free there, avoiding every port this
+    process handed out lately (another deployment's, on emulated nodes one kernel)."""
     nodes = list(dict.fromkeys(role_node.values()))
     addresses = await anyio.to_thread.run_sync(commands.node_addresses, nodes)
-    avoid = recently_handed_out()
+    roles_on = {node: [r for r, n in role_node.items() if n == node] for node in nodes}
+    counts = {node: PORTS_PER_ROLE * len(roles) for node, roles in roles_on.items()}
+    ports = await anyio.to_thread.run_sync(
+        probe_ports, job_id, addresses, counts, recently_handed_out()
+    )
     found: dict[str, list[int]] = {}
-    for node in nodes:
-        roles = [r for r, n in role_node.items() if n == node]
-        count = PORTS_PER_ROLE * len(roles)
-        ports = await anyio.to_thread.run_sync(
-            probe_ports, job_id, node, addresses[node], count, avoid
-        )
-        note_handed_out(ports)
-        avoid |= set(ports)
+    for node, roles in roles_on.items():
+        note_handed_out(ports[node])
         for i, role in enumerate(roles):
-            found[role] = ports[i * PORTS_PER_ROLE : (i + 1) * PORTS_PER_ROLE]
+            found[role] = ports[node][i * PORTS_PER_ROLE : (i + 1) * PORTS_PER_ROLE]
     hosts = {role: addresses[node] for role, node in role_node.items()}
     return NodeAddresses(hosts, found)
 
@@ -214,7 +227,7 @@ async def deploy_on_slurm(
     logs_dir.mkdir(parents=True, exist_ok=True)
     try:
         if holder.current is None:  # nothing submitted yet: check first, fail in a second
-            await anyio.to_thread.run_sync(check_slurm, spec, placement, topology)
+            await anyio.to_thread.run_sync(check_slurm, spec, placement, topology, holder.width)
         allocation = await holder.get(placement, logs_dir / "salloc.log", say)
         role_node = {r: allocation.nodes[n - 1] for r, n in placement.roles.items()}
         addresses = await find_addresses(allocation.job_id, role_node)

@@ -39,8 +39,11 @@ def parse_sinfo(text: str) -> list[NodeState]:
     return states
 
 
-def check_slurm(spec: RunSpec, placement: PlacementSpec, topology: str) -> list[str]:
-    """One line per thing checked; a UsageError naming the first problem."""
+def check_slurm(
+    spec: RunSpec, placement: PlacementSpec, topology: str, at_least: int = 0
+) -> list[str]:
+    """One line per thing checked; a UsageError naming the first problem. `at_least`: the
+    nodes a bisect slot asks for (its widest placement), if more than this one needs."""
     missing = commands.missing_commands()
     if missing:
         raise UsageError(
@@ -49,7 +52,7 @@ def check_slurm(spec: RunSpec, placement: PlacementSpec, topology: str) -> list[
         )
     version = commands.slurm("sinfo", "--version").strip()
     lines = [f"slurm: {', '.join(commands.CLIENT_COMMANDS)} found ({version})"]
-    wanted = max(placement.nodes, spec.nodes or 0)
+    wanted = max(placement.nodes, spec.nodes or 0, at_least)
     where = ", ".join(f"{role} on node {n}" for role, n in placement.roles.items())
     lines.append(f"slurm: the {topology} placement needs {placement.nodes} node(s): {where}")
     job = outer_job()
@@ -70,9 +73,11 @@ def check_slurm(spec: RunSpec, placement: PlacementSpec, topology: str) -> list[
     nodes = [s for s in states if s.partition == name]
     usable = [s for s in nodes if s.usable]
     if len(nodes) < wanted:
+        why = " (--nodes)" if spec.nodes == wanted > placement.nodes else ""
+        why = why or (" (the widest placement)" if wanted > placement.nodes else "")
         raise UsageError(
-            f"Partition {name} has {len(nodes)} node(s); the {topology} placement needs {wanted}"
-            f"{' (--nodes)' if wanted > placement.nodes else ''}."
+            f"Partition {name} has {len(nodes)} node(s); the {topology} placement needs "
+            f"{wanted}{why}."
         )
     if len(usable) < wanted:
         down = ", ".join(f"{s.node} {s.state}" for s in nodes if not s.usable)
