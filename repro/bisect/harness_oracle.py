@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
-from repro.errors import EngineError
+from repro.errors import EngineError, ReproError
 from repro.harness.profile import Profile, load_profile
 from repro.spec import RunSpec
 
@@ -53,6 +53,12 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
     return "".join(
         ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
     )
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first error in a (possibly nested) exception group."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 class HarnessOracle:
@@ -121,9 +127,12 @@ class HarnessOracle:
         stack = contextlib.AsyncExitStack()
         self._starts += 1
         # The engine's logs live with the first wave that used it.
-        self._endpoint = await stack.enter_async_context(
-            engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
-        )
+        try:
+            self._endpoint = await stack.enter_async_context(
+                engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
+            )
+        except* ReproError as failed:  # the launcher starts roles in a task group: unwrap
+            raise _first(failed) from None
         self._stack, self._key = stack, key
         return self._endpoint
 

@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import json
 import os
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -59,6 +60,7 @@ while len(ports) < ask["count"][node]:  # held open together: each port handed o
 print("REPRO-PORTS", node, *ports, flush=True)
 """
 _tags = itertools.count(1)
+_PROBING = threading.Lock()
 
 
 class NodeAddresses:
@@ -103,6 +105,18 @@ def probe_ports(
     return found
 
 
+def _probe_in_turn(
+    job_id: str, addresses: Mapping[str, str], counts: Mapping[str, int]
+) -> dict[str, list[int]]:
+    """One probe at a time in this process (deployments of --parallel start together), each
+    avoiding every port the ones before it handed out."""
+    with _PROBING:
+        ports = probe_ports(job_id, addresses, counts, recently_handed_out())
+        for found in ports.values():
+            note_handed_out(found)
+        return ports
+
+
 async def find_addresses(job_id: str, role_node: Mapping[str, str]) -> NodeAddresses:
     """Each role's node address and PORTS_PER_ROLE ports free there, avoiding every port this
     process handed out lately (another deployment's, on emulated nodes one kernel)."""
@@ -110,12 +124,9 @@ async def find_addresses(job_id: str, role_node: Mapping[str, str]) -> NodeAddre
     addresses = await anyio.to_thread.run_sync(commands.node_addresses, nodes)
     roles_on = {node: [r for r, n in role_node.items() if n == node] for node in nodes}
     counts = {node: PORTS_PER_ROLE * len(roles) for node, roles in roles_on.items()}
-    ports = await anyio.to_thread.run_sync(
-        probe_ports, job_id, addresses, counts, recently_handed_out()
-    )
+    ports = await anyio.to_thread.run_sync(_probe_in_turn, job_id, addresses, counts)
     found: dict[str, list[int]] = {}
     for node, roles in roles_on.items():
-        note_handed_out(ports[node])
         for i, role in enumerate(roles):
             found[role] = ports[node][i * PORTS_PER_ROLE : (i + 1) * PORTS_PER_ROLE]
     hosts = {role: addresses[node] for role, node in role_node.items()}
