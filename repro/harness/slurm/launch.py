@@ -42,21 +42,35 @@ from repro.spec import RunSpec
 # Ports found free per role on its node: its own port plus extra ones (PD bootstrap,
 # router metrics); a profile asking for more fails with a sentence, not a clash.
 PORTS_PER_ROLE = 4
-# One task per node, all in one step. Emulated nodes share one kernel, so a task keeps only
-# ports p with p % nodes == its node's index: two nodes can never be handed the same port.
+# One task per node, all in one step. Ports come from just below the node's ephemeral range:
+# between the probe and the engine's bind, srun, slurmstepd and every outgoing connection
+# take ephemeral ports, never these. Emulated nodes share one kernel, so a task keeps only
+# ports p with p % nodes == its node's index: two nodes are never handed the same port.
 PORT_PROBE = """
-import json, os, socket, sys
+import json, os, random, socket, sys
 ask = json.loads(sys.argv[1])
 node = os.environ["SLURMD_NODENAME"]
 index, nodes = int(os.environ["SLURM_NODEID"]), int(os.environ["SLURM_STEP_NUM_NODES"])
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError):
+    low = 32768
+below = [p for p in range(max(1024, low - 12000), low) if p % nodes == index]
+random.shuffle(below)
 held, ports = [], []
-while len(ports) < ask["count"][node]:  # held open together: each port handed out once
+for port in below + [0] * ask["count"][node]:  # port 0: the kernel's pick, as a last resort
+    if len(ports) == ask["count"][node]:
+        break
+    if port in ask["avoid"]:
+        continue
     s = socket.socket()
-    s.bind((ask["address"][node], 0))
-    held.append(s)
-    port = s.getsockname()[1]
-    if port % nodes == index and port not in ask["avoid"]:
-        ports.append(port)
+    try:
+        s.bind((ask["address"][node], port))
+    except OSError:
+        s.close()
+        continue
+    held.append(s)  # held open together: each port handed out once
+    ports.append(s.getsockname()[1])
 print("REPRO-PORTS", node, *ports, flush=True)
 """
 _tags = itertools.count(1)
