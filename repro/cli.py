@@ -154,17 +154,21 @@ def gate(
 @app.command()
 @o.with_options(o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def preflight(options: dict[str, Any]) -> None:
-    """Check every role's argv with the engine's own parser (SGLang: abbreviations off); start nothing."""
+    """Check every role's argv with the engine's own parser (SGLang: abbreviations off), and with
+    --launcher slurm the Slurm side (commands, partition, nodes); start nothing."""
+    from repro.harness.launchers import check_launcher
     from repro.harness.preflight import preflight as check
     from repro.harness.run import resolve
 
     with exit_on_error():
-        resolved = resolve(o.build_spec(**options))
+        spec = o.build_spec(**options)
+        resolved = resolve(spec)
         if resolved.plan is None:
             raise UsageError(
                 "preflight checks what repro would launch; with --url it launches nothing."
             )
-        print(check(resolved.plan, resolved.profile).summary())
+        where = check_launcher(spec, resolved.profile, resolved.config)  # Slurm: before submitting
+        print("\n".join([*where, check(resolved.plan, resolved.profile).summary()]))
 
 
 @app.command()

@@ -28,6 +28,7 @@ ENGINE = "Engine"
 # A profile defines its own knobs, values and defaults; these options are the story's common
 # ones, so the panel says where the rest are listed.
 KNOBS = "Knobs: the story's common ones; `repro profile show` lists every knob of a profile"
+SLURM = "Placement on Slurm (docs/slurm.md)"
 
 
 def _field(name: str) -> Any:
@@ -109,6 +110,12 @@ HealthTimeout = Annotated[
     _opt("--health-timeout", "health_timeout_s", ENGINE, min=0.001, show_default=False),
 ]
 Model = Annotated[str | None, _opt("--model", "model", ENGINE, show_default=False)]
+
+Launcher = Annotated[str, _opt("--launcher", "launcher", SLURM)]
+Nodes = Annotated[int | None, _opt("--nodes", "nodes", SLURM, min=1, show_default=False)]
+Partition = Annotated[str | None, _opt("--partition", "partition", SLURM, show_default=False)]
+Account = Annotated[str | None, _opt("--account", "account", SLURM, show_default=False)]
+TimeLimit = Annotated[str | None, _opt("--time", "time_limit", SLURM, show_default=False)]
 
 Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
 HiCache = Annotated[str | None, _knob("--hicache", "hicache", "on | off")]
@@ -215,6 +222,12 @@ ENGINE_OPTIONS = {
     "port": (Port, None),
     "health_timeout_s": (HealthTimeout, None),
     "model": (Model, None),
+    # Where the roles run: every command that launches an engine takes these.
+    "launcher": (Launcher, default("launcher")),
+    "nodes": (Nodes, None),
+    "partition": (Partition, None),
+    "account": (Account, None),
+    "time_limit": (TimeLimit, None),
 }
 
 

@@ -8,7 +8,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from repro.errors import UsageError
 
@@ -25,6 +25,17 @@ DEFAULT_PROFILES = {
 MAX_WAIT_S = 86_400.0
 MAX_SEED = 2**63 - 1
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
+# Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or no limit.
+SLURM_TIME = r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|UNLIMITED|INFINITE"
+# The options that pass through to Slurm, by the RunSpec field each sets.
+SLURM_OPTIONS = {
+    "--nodes": "nodes",
+    "--partition": "partition",
+    "--account": "account",
+    "--time": "time_limit",
+}
 
 
 class RunSpec(BaseModel):
@@ -82,6 +93,21 @@ class RunSpec(BaseModel):
         None, gt=0, le=MAX_WAIT_S, description="start-up deadline per role (profile default)"
     )
     thinking: bool = Field(True, description="ask for thinking mode (reasoning before calls)")
+    launcher: Literal["local", "slurm"] = Field(
+        "local",
+        description="how the engine's roles start: local (child processes of repro) or slurm "
+        "(job steps on the nodes the profile's placement names; docs/slurm.md)",
+    )
+    nodes: int | None = Field(
+        None, ge=1, description="Slurm: nodes to allocate (default: what the placement needs)"
+    )
+    partition: str | None = Field(None, description="Slurm: the partition to allocate in")
+    account: str | None = Field(None, description="Slurm: the account to charge")
+    time_limit: str | None = Field(
+        None,
+        description="Slurm: the allocation's time limit, in Slurm's format (90, 2:00:00, "
+        "1-12:00:00); it also bounds how long a crashed repro's engines can outlive it",
+    )
 
     @field_validator("url")
     @classmethod
@@ -92,6 +118,27 @@ class RunSpec(BaseModel):
             raise ValueError("must start with http:// or https://")
         return checked_base_url(url.rstrip("/"))
 
+    @field_validator("time_limit")
+    @classmethod
+    def _slurm_time(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(SLURM_TIME, value):
+            raise ValueError(
+                f"'{value}' is not a Slurm time; write minutes (90), HH:MM:SS (2:00:00) or "
+                "D-HH:MM:SS (1-12:00:00)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _slurm_options_need_slurm(self) -> RunSpec:
+        given = [o for o, f in SLURM_OPTIONS.items() if getattr(self, f) is not None]
+        if given and self.launcher != "slurm":
+            raise ValueError(f"{given[0]} applies only with --launcher slurm")
+        if self.url and self.launcher == "slurm":
+            raise ValueError(
+                "--url attaches to a running server: there is nothing to place on Slurm"
+            )
+        return self
+
     @classmethod
     def build(cls, names: Mapping[str, str] | None = None, **fields: object) -> RunSpec:
         """Validate user input into a spec; a bad field becomes one UsageError sentence that
@@ -99,7 +146,8 @@ class RunSpec(BaseModel):
         try:
             return cls(**{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
-            raise usage_error(exc, names) from None
+            slurm_names = {f: o for o, f in SLURM_OPTIONS.items()}
+            raise usage_error(exc, slurm_names | dict(names or {})) from None
 
     def profile_path(self) -> Path:
         return self.profile or DEFAULT_PROFILES[self.backend]

@@ -24,18 +24,26 @@ CACHE_VERSION = 1
 
 # RunSpec fields that cannot change what a session observes: where the engine listens, how
 # long start-up may take, and the profile's path (its content is in the engine identity).
+# The launcher's fields are keyed below, only when they place the engine elsewhere.
 _NOT_IN_KEY = frozenset({"url", "port", "health_timeout_s", "profile", "knobs"})
+_LAUNCH_FIELDS = frozenset({"launcher", "nodes", "partition", "account", "time_limit"})
 
 
 def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) -> dict[str, object]:
     """What a trial's outcome depends on; any RunSpec field not listed above is included."""
-    client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY))
-    return {
+    client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY | _LAUNCH_FIELDS))
+    key: dict[str, object] = {
         "version": CACHE_VERSION,
         "engine": engine_identity,
         "config": dict(sorted(config.items())),
         "spec": client,
     }
+    if spec.launcher != "local":
+        # Roles on other machines (PD across nodes, other GPUs) may behave otherwise: such
+        # trials are their own. The placement table is in the profile, hence the identity;
+        # account, time limit and spare nodes change nothing a session sees.
+        key["placement"] = {"launcher": spec.launcher, "partition": spec.partition}
+    return key
 
 
 def key_digest(key: Mapping[str, object]) -> str:

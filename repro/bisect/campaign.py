@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self, TypeVar
 
@@ -18,6 +18,7 @@ from repro.bisect.cache import TrialCache
 from repro.bisect.flags import FlagReport, differing_knobs, search_flags
 from repro.bisect.matrix import MatrixReport, design_cells, run_matrix
 from repro.bisect.oracle import Oracle
+from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
 from repro.bisect.trial import TrialRunner
@@ -32,12 +33,24 @@ class _Campaign(BaseModel):
     run: RunSpec = Field(description="the load per wave: run.sessions is the wave size")
     sprt: SprtSettings = Field(default_factory=SprtSettings)
     out_dir: Path = Field(Path("results"), description="results folder; the cache lives here")
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="trials measured at once, each on its own deployment (with --launcher "
+        "slurm, its own allocation)",
+    )
 
     @model_validator(mode="after")
     def _launches(self) -> _Campaign:
         if self.run.url is not None:
             raise ValueError(
                 "bisect launches the engine in each configuration it measures, so --url cannot be used"
+            )
+        if self.parallel > 1 and self.run.port is not None:
+            raise ValueError(
+                f"--port gives one entry port, but --parallel {self.parallel} runs "
+                f"{self.parallel} deployments at once; leave --port out"
             )
         return self
 
@@ -54,7 +67,8 @@ class _Campaign(BaseModel):
         return self.out_dir / "bisect"
 
     def digest(self) -> str:
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        # How many trials run at once changes the wall time, not the campaign or its report.
+        text = json.dumps(self.model_dump(mode="json", exclude={"parallel"}), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -76,10 +90,14 @@ class MatrixCampaign(_Campaign):
 
 
 def bisect_flags(
-    campaign: FlagCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+    campaign: FlagCampaign,
+    *,
+    oracle: Oracle | Sequence[Oracle] | None = None,
+    progress: Progress | None = None,
 ) -> FlagReport:
     """Find the conjunction of knobs that makes `good` corrupt like `bad`."""
-    engine = oracle or _harness_oracle(campaign.run)
+    oracles = _oracles(campaign, oracle)
+    engine = oracles[0]
     bad, good = campaign.run.knobs | campaign.bad, campaign.run.knobs | campaign.good
     # Every check that can fail is done now, before the cache folder or a wave.
     engine.resolve(campaign.run.knobs)  # a shared knob both sides override is still checked
@@ -90,16 +108,20 @@ def bisect_flags(
     async def search(runner: TrialRunner) -> FlagReport:
         return await search_flags(runner, bad, good)
 
-    report = _run(campaign, engine, search, progress)
+    report = _run(campaign, oracles, search, progress)
     _write_json(campaign.folder / f"flags-{campaign.digest()}.json", flag_report_json(report))
     return report
 
 
 def bisect_matrix(
-    campaign: MatrixCampaign, *, oracle: Oracle | None = None, progress: Progress | None = None
+    campaign: MatrixCampaign,
+    *,
+    oracle: Oracle | Sequence[Oracle] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[MatrixReport, Path]:
     """Measure every cell of the design; returns the report and its parquet file."""
-    engine = oracle or _harness_oracle(campaign.run)
+    oracles = _oracles(campaign, oracle)
+    engine = oracles[0]
     factors = {k: list(v) for k, v in campaign.factors.items()}
     cells = design_cells(factors, campaign.fraction)
     engine.check([engine.resolve(campaign.run.knobs | levels) for levels in cells])
@@ -107,7 +129,7 @@ def bisect_matrix(
     async def measure(runner: TrialRunner) -> MatrixReport:
         return await run_matrix(runner, campaign.run.knobs, factors, fraction=campaign.fraction)
 
-    report = _run(campaign, engine, measure, progress)
+    report = _run(campaign, oracles, measure, progress)
     path = report.write_parquet(campaign.folder / f"matrix-{campaign.digest()}.parquet")
     return report, path
 
@@ -171,15 +193,16 @@ def matrix_report_json(report: MatrixReport, parquet: Path) -> dict[str, object]
 
 def _run(
     campaign: _Campaign,
-    engine: Oracle,
+    oracles: list[Oracle],
     body: Callable[[TrialRunner], Awaitable[Report]],
     progress: Progress | None,
 ) -> Report:
     import anyio
 
     async def main() -> Report:
+        engines = OraclePool(oracles)
         runner = TrialRunner(
-            engine,
+            engines,
             TrialCache(campaign.folder / "cache"),
             campaign.run,
             campaign.sprt,
@@ -189,17 +212,27 @@ def _run(
         try:
             return await body(runner)
         finally:
-            # Shielded so a Ctrl-C still stops the engine the oracle kept running.
+            # Shielded so a Ctrl-C still stops the engines the oracles kept running.
             with anyio.CancelScope(shield=True):
-                await engine.aclose()
+                await engines.aclose()
 
     return anyio.run(main)
 
 
-def _harness_oracle(run: RunSpec) -> Oracle:
+def _oracles(campaign: _Campaign, oracle: Oracle | Sequence[Oracle] | None) -> list[Oracle]:
+    """K deployments: the harness's, or what the caller gave (tests): one oracle per slot,
+    or a single one that serves every slot itself."""
+    if oracle is None:
+        return [_harness_oracle(campaign.run, slot) for slot in range(campaign.parallel)]
+    if isinstance(oracle, Sequence):
+        return list(oracle)
+    return [oracle] * campaign.parallel
+
+
+def _harness_oracle(run: RunSpec, slot: int) -> Oracle:
     from repro.bisect.harness_oracle import HarnessOracle
 
-    return HarnessOracle.for_spec(run)
+    return HarnessOracle.for_spec(run, slot)
 
 
 def _write_json(path: Path, document: dict[str, object]) -> None:

@@ -57,6 +57,16 @@ Out = Annotated[
     typer.Option("--out", help="results folder; trials are cached in <out>/bisect/"),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")]
+Parallel = Annotated[
+    int,
+    typer.Option(
+        "--parallel",
+        min=1,
+        max=64,
+        help="trials measured at once, each on its own deployment (its own allocation with "
+        "--launcher slurm); the search, the cache and the report are the same as with 1",
+    ),
+]
 _SPRT = SprtSettings.model_fields
 _OUT_DEFAULT: Path = FlagCampaign.model_fields["out_dir"].default
 
@@ -98,6 +108,7 @@ def flags(
     json_out: JsonOut = False,
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
+    parallel: Parallel = 1,
 ) -> None:
     """Find the whole conjunction of knobs that turns --good into --bad's corruption.
 
@@ -117,6 +128,7 @@ def flags(
             good=parse_assignments([good]),
             sprt=sprt,
             out_dir=out,
+            parallel=parallel,
         )
         report = _with_progress(lambda progress: bisect_flags(campaign, progress=progress))
         if json_out:
@@ -139,6 +151,7 @@ def matrix(
     json_out: JsonOut = False,
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
+    parallel: Parallel = 1,
 ) -> None:
     """Measure every cell of a factorial (or a resolution-IV fraction): a table of rates."""
     from repro.bisect.render import render_matrix
@@ -151,6 +164,7 @@ def matrix(
             fraction=fraction,
             sprt=sprt,
             out_dir=out,
+            parallel=parallel,
         )
         report, parquet = _with_progress(
             lambda progress: bisect_matrix(campaign, progress=progress)

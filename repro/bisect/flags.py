@@ -11,7 +11,7 @@ Background and costs: shared/research/bisect.md §0, §1, §5.4, §7.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from repro.bisect.classify import (
@@ -23,6 +23,7 @@ from repro.bisect.classify import (
 )
 from repro.bisect.ddmin import ddmin
 from repro.bisect.evidence import Evidence
+from repro.bisect.parallel import Request, measure_together
 from repro.bisect.sprt import Decision, expected_sessions
 from repro.bisect.trial import Question, SpentOnTrials, Trial, TrialRunner
 from repro.errors import UsageError
@@ -52,10 +53,15 @@ async def search_flags(
     """Run the whole search; raises UsageError when the endpoints do not bracket a failure."""
     bad_config, good_config = runner.oracle.resolve(bad), runner.oracle.resolve(good)
     differing = differing_knobs(bad_config, good_config)
-    bad_trial = await runner.measure("bad", bad_config)
-    _require(bad_trial, Decision.CORRUPTING, "bad", runner)
-    good_trial = await runner.measure("good", good_config)
-    _require(good_trial, Decision.CLEAN, "good", runner)
+
+    def brackets(side: str, wanted: Decision) -> Callable[[Trial], None]:
+        return lambda trial: _require(trial, wanted, side, runner)
+
+    endpoints = [
+        Request("bad", bad_config, check=brackets("bad", Decision.CORRUPTING)),
+        Request("good", good_config, check=brackets("good", Decision.CLEAN)),
+    ]
+    bad_trial, good_trial = await measure_together(runner, endpoints)
     search = _Search(runner, bad_config, good_config, bad_trial, good_trial, differing)
     if len(differing) > KNOCKOUT_MAX_KNOBS:
         note = f"{len(differing)} knobs differ (more than {KNOCKOUT_MAX_KNOBS}): ddmin."
@@ -133,12 +139,12 @@ class _Search:
         # a false amplifier is caught later, when good + the culprit without it still
         # reproduces (see _sufficient), so power to find the real one comes first.
         alpha = self.alpha / len(removals)
-        trials: dict[str, Trial] = {}
-        for knob, (label, config) in removals.items():
-            # First pass: until corruption shows, or the revert is cured.
-            trials[knob] = await self.runner.measure(
-                label, config, lambda ev: ev.corrupted > 0 or is_cured(ev, self.settings)
-            )
+
+        def first_pass(ev: Evidence) -> bool:  # until corruption shows, or the revert is cured
+            return ev.corrupted > 0 or is_cured(ev, self.settings)
+
+        asked = [Request(label, config, first_pass) for label, config in removals.values()]
+        trials = dict(zip(removals, await measure_together(self.runner, asked), strict=True))
         while True:
             evidence = {k: t.evidence for k, t in trials.items()}
             found, pooled = classify_knockouts(

@@ -13,12 +13,16 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
-from repro.errors import EngineError, UsageError
+from repro.errors import EngineError, ReproError, UsageError
 from repro.harness.plan import check_plan
 from repro.harness.profile import Profile, load_profile
 from repro.spec import RunSpec
+
+if TYPE_CHECKING:
+    from repro.harness.slurm import AllocationHolder
 
 ENGINE_FIELDS = frozenset(
     {"knobs", "settings", "profile", "backend", "server_python", "server_args", "port", "seed"}
@@ -52,8 +56,20 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
     )
 
 
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first error in a (possibly nested) exception group."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
+
+
 class HarnessOracle:
-    def __init__(self, profile: Profile, profile_bytes: bytes, spec: RunSpec) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        profile_bytes: bytes,
+        spec: RunSpec,
+        slurm: AllocationHolder | None = None,
+    ) -> None:
         self.profile = profile
         self.spec = spec  # the campaign's: its settings, seed and port reach every launch
         self._digest = hashlib.sha256(profile_bytes).hexdigest()[:12]
@@ -61,12 +77,25 @@ class HarnessOracle:
         self._key: str | None = None
         self._endpoint: object = None
         self._starts = 0
+        # --launcher slurm: one allocation kept from engine to engine (grown when needed), so
+        # a campaign queues for nodes once per deployment slot, not once per configuration.
+        self._slurm = slurm
 
     @classmethod
-    def for_spec(cls, spec: RunSpec) -> HarnessOracle:
+    def for_spec(cls, spec: RunSpec, slot: int = 0) -> HarnessOracle:
+        """The oracle for deployment `slot` of a campaign (0 to --parallel - 1)."""
         path = spec.profile_path()
         profile = load_profile(path)  # raises UsageError naming the file and key
-        return cls(profile, Path(path).read_bytes(), spec)
+        slurm = None
+        if spec.launcher == "slurm":
+            from repro.harness.slurm import AllocationHolder, check_share
+
+            # Inside one job, each slot takes nodes of its own, as many as the widest placement.
+            placements = [profile.placement_for(t) for t in profile.topologies]
+            widest = max(placements, key=lambda p: p.nodes)
+            check_share(spec, widest, slot)  # too few nodes for this slot: fail before trial 1
+            slurm = AllocationHolder(spec, slot, widest.nodes)
+        return cls(profile, Path(path).read_bytes(), spec, slurm)
 
     def identity(self) -> str:
         # The profile's bytes too: two profiles may name the same engine version but map
@@ -111,11 +140,16 @@ class HarnessOracle:
         key = engine_key(spec)
         if key == self._key and self._stack is not None:
             return self._endpoint
-        await self.aclose()
+        await self._stop_engine()  # the Slurm allocation, if any, is kept for the next one
         stack = contextlib.AsyncExitStack()
         self._starts += 1
         # The engine's logs live with the first wave that used it.
-        self._endpoint = await stack.enter_async_context(engine(spec, wave_dir / "engine-logs"))
+        try:
+            self._endpoint = await stack.enter_async_context(
+                engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
+            )
+        except* ReproError as failed:  # the launcher starts roles in a task group: unwrap
+            raise _first(failed) from None
         self._stack, self._key = stack, key
         return self._endpoint
 
@@ -123,7 +157,12 @@ class HarnessOracle:
     def engine_starts(self) -> int:
         return self._starts
 
-    async def aclose(self) -> None:
+    async def _stop_engine(self) -> None:
         stack, self._stack, self._key = self._stack, None, None
         if stack is not None:
             await stack.aclose()
+
+    async def aclose(self) -> None:
+        await self._stop_engine()
+        if self._slurm is not None:
+            await self._slurm.aclose()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.bisect.design import full_factorial, resolution_iv
+from repro.bisect.parallel import Request, measure_together
 from repro.bisect.trial import SpentOnTrials, Trial, TrialRunner
 from repro.errors import UsageError
 from repro.knobs import describe
@@ -74,14 +75,15 @@ async def run_matrix(
     *,
     fraction: bool = False,
 ) -> MatrixReport:
-    """Measure every cell in design order; cells shared with earlier campaigns come from cache."""
+    """Measure every cell (up to the runner's K at once), reported in design order; cells
+    shared with earlier campaigns come from cache."""
     for name, values in factors.items():
         for value in values:
             runner.oracle.resolve({**base, name: value})  # an unknown knob fails before any run
-    cells = []
-    for levels in design_cells(factors, fraction):
-        trial = await runner.measure(describe(levels), {**base, **levels})
-        cells.append(Cell(levels, trial))
+    design = design_cells(factors, fraction)
+    asked = [Request(describe(levels), {**base, **levels}) for levels in design]
+    trials = await measure_together(runner, asked)
+    cells = [Cell(levels, trial) for levels, trial in zip(design, trials, strict=True)]
     return MatrixReport(
         factors={k: tuple(v) for k, v in factors.items()},
         design="resolution-IV fraction" if fraction else "full factorial",

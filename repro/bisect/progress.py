@@ -1,4 +1,4 @@
-"""Live progress for long campaigns: the trial running now, decisions so far, sessions spent."""
+"""Live progress for long campaigns: the trials running now, decisions so far, sessions spent."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from rich.text import Text
 
 @dataclass(frozen=True, slots=True)
 class CampaignState:
-    current: str | None
-    current_sessions: int
-    current_corrupted: int
-    wave_running: bool
+    running: tuple[tuple[str, int, int], ...]  # wave in flight: label, corrupted, sessions so far
+    waiting: int  # trials asked for that wait for a free deployment (--parallel)
+    wave_started: str | None  # the trial whose wave just started, if that is the news
     decisions: tuple[tuple[str, str, int, int], ...]  # label, decision, corrupted, sessions
     sessions_spent: int
     elapsed_s: float
+    parallel: int = 1  # deployments the campaign may run at once
 
 
 class Progress(Protocol):
@@ -43,7 +43,7 @@ class LiveProgress:
     def update(self, state: CampaignState) -> None:
         if self.console.is_terminal:
             self._live.update(render_state(state))
-        elif state.wave_running and state.current:  # a log (CI): one plain line per wave
+        elif state.wave_started:  # a log (CI): one plain line per wave
             self.console.print(f"{_header(state)}; now: {_now(state)}", soft_wrap=True)
 
 
@@ -54,23 +54,27 @@ def render_state(state: CampaignState) -> Group:
     for label, decision, corrupted, sessions in state.decisions[-12:]:
         table.add_row(label, decision, f"{corrupted}/{sessions}")
     parts: list[object] = [Text(_header(state), style="bold")]
-    if state.current:
-        parts.append(Text(f"now: {_now(state)}"))
+    parts += [Text(f"now: {_one(trial)}") for trial in state.running]
     parts.append(table)
     return Group(*parts)
 
 
 def _header(state: CampaignState) -> str:
     trials = len(state.decisions)
-    return (
+    header = (
         f"bisect: {trials} trial{'s' * (trials != 1)} decided, {state.sessions_spent} sessions "
         f"spent, {state.elapsed_s / 60:.1f} min"
     )
+    if state.parallel > 1:
+        header += f"; {len(state.running)} of {state.parallel} deployments busy"
+        header += f", {state.waiting} trial(s) waiting" if state.waiting else ""
+    return header
+
+
+def _one(trial: tuple[str, int, int]) -> str:
+    label, corrupted, sessions = trial
+    return f"{label} — running a wave; {corrupted}/{sessions} sessions corrupted so far"
 
 
 def _now(state: CampaignState) -> str:
-    doing = "running a wave" if state.wave_running else "checking"
-    return (
-        f"{state.current} — {doing}; "
-        f"{state.current_corrupted}/{state.current_sessions} sessions corrupted so far"
-    )
+    return "; ".join(_one(trial) for trial in state.running)

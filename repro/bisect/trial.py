@@ -13,9 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from repro.bisect.cache import TrialCache, key_digest, trial_key
 from repro.bisect.evidence import Evidence
 from repro.bisect.oracle import Oracle
+from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import CampaignState, Progress
 from repro.bisect.sprt import SprtResult, SprtSettings
 from repro.results.stats import Rate
@@ -89,18 +92,22 @@ def _fresh(wave_dir: Path) -> Path:
 
 
 class TrialRunner:
-    """Measures configurations for one campaign; remembers every trial it touched, in order."""
+    """Measures configurations for one campaign; remembers every trial it touched, in order.
+
+    Given an OraclePool of K oracles, up to K trials run at once (parallel.measure_together),
+    each on its own deployment for all its waves."""
 
     def __init__(
         self,
-        oracle: Oracle,
+        oracle: Oracle | OraclePool,
         cache: TrialCache,
         base: RunSpec,
         settings: SprtSettings,
         trials_dir: Path,
         progress: Progress | None = None,
     ) -> None:
-        self.oracle = oracle
+        self.pool = oracle if isinstance(oracle, OraclePool) else OraclePool([oracle])
+        self.oracle = self.pool.oracles[0]  # for what any of them answers alike: resolve, identity
         self.cache = cache
         self.base = base
         self.wave_sessions = base.sessions
@@ -111,6 +118,14 @@ class TrialRunner:
         self.progress = progress
         self.trials: dict[str, Trial] = {}
         self.started_at_s = time.monotonic()
+        self._locks: dict[str, anyio.Lock] = {}
+        self._measuring: set[str] = set()  # trials asked for and not yet answered
+        self._running: dict[str, Trial] = {}  # of those, the ones with a wave in flight
+
+    @property
+    def parallel(self) -> int:
+        """How many trials may run at once (one deployment each)."""
+        return self.pool.size
 
     @property
     def sessions_spent(self) -> int:
@@ -128,20 +143,43 @@ class TrialRunner:
         spec = self.base.model_copy(update={"knobs": config})
         key = trial_key(spec, config, self.oracle.identity())
         digest = key_digest(key)
-        evidence = self.cache.load(key) or Evidence(config)
-        known = self.trials.get(digest)
-        cached = known.cached_sessions if known else evidence.sessions_run
-        question = settled or (lambda ev: ev.sprt(self.settings).decided)
-        trial = self._record(label, config, evidence, cached, digest, known, question(evidence))
-        while not trial.settled and not self.at_cap(evidence):
-            self._show(trial, running=True)
-            wave_dir = _fresh(self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}")
-            wave = await self.oracle.run_wave(spec, wave_dir, evidence.next_session_id)
-            evidence = evidence.with_wave(wave)
-            self.cache.save(key, evidence)
+        # One measurement of a configuration at a time. Taken without waiting when free, so
+        # trials asked for together are recorded in the order asked (the report's order).
+        lock = self._locks.setdefault(digest, anyio.Lock())
+        try:
+            lock.acquire_nowait()
+        except anyio.WouldBlock:
+            await lock.acquire()
+        self._measuring.add(digest)
+        try:
+            evidence = self.cache.load(key) or Evidence(config)
+            known = self.trials.get(digest)
+            cached = known.cached_sessions if known else evidence.sessions_run
+            question = settled or (lambda ev: ev.sprt(self.settings).decided)
             trial = self._record(label, config, evidence, cached, digest, known, question(evidence))
-        self._show(None, running=False)
-        return trial
+            if trial.settled or self.at_cap(evidence):
+                return trial
+            async with self.pool.slot(digest) as oracle:  # one deployment for all its waves
+                while not trial.settled and not self.at_cap(evidence):
+                    self._running[digest] = trial
+                    self._show(started=trial.label)
+                    wave_dir = _fresh(
+                        self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}"
+                    )
+                    try:
+                        wave = await oracle.run_wave(spec, wave_dir, evidence.next_session_id)
+                    finally:
+                        self._running.pop(digest, None)
+                    evidence = evidence.with_wave(wave)
+                    self.cache.save(key, evidence)
+                    trial = self._record(
+                        label, config, evidence, cached, digest, known, question(evidence)
+                    )
+            return trial
+        finally:
+            self._measuring.discard(digest)
+            lock.release()
+            self._show()
 
     def _record(
         self,
@@ -160,21 +198,23 @@ class TrialRunner:
         self.trials[digest] = trial
         return trial
 
-    def _show(self, current: Trial | None, *, running: bool) -> None:
+    def _show(self, started: str | None = None) -> None:
+        """Tell the progress view; `started` names the trial whose wave just started."""
         if self.progress is None:
             return
+        running = [self.trials[d] for d in self._running]
         self.progress.update(
             CampaignState(
-                current=current.label if current else None,
-                current_sessions=current.sessions_run if current else 0,
-                current_corrupted=current.evidence.corrupted if current else 0,
-                wave_running=running,
+                running=tuple((t.label, t.evidence.corrupted, t.sessions_run) for t in running),
+                waiting=len(self._measuring) - len(running),
+                wave_started=started,
                 decisions=tuple(
                     (t.label, t.outcome, t.evidence.corrupted, t.evidence.sessions)
-                    for t in self.trials.values()
-                    if t is not current
+                    for d, t in self.trials.items()
+                    if d not in self._measuring
                 ),
                 sessions_spent=self.sessions_spent,
                 elapsed_s=time.monotonic() - self.started_at_s,
+                parallel=self.parallel,
             )
         )

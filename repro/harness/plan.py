@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import repro
 from repro.errors import UsageError
@@ -28,10 +29,11 @@ class RolePlan:
     port: int
     health_url: str
     router: bool
+    host: str = HOST  # the address it listens on and is reached at
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +68,53 @@ def _changes_for(profile: Profile, config: dict[str, str], role: str) -> list[Ro
     return changes
 
 
-def build_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
-    """Allocate ports, fill every placeholder and apply every knob; nothing is started."""
-    if spec.port is not None:
+class Addresses(Protocol):
+    """Where each role listens: its host, and free ports on that host."""
+
+    def host(self, role: str) -> str: ...
+
+    def ports(self, role: str, count: int) -> list[int]: ...
+
+
+class Loopback:
+    """Every role on this machine's loopback, ports asked of the local kernel."""
+
+    def host(self, role: str) -> str:
+        return HOST
+
+    def ports(self, role: str, count: int) -> list[int]:
+        return free_ports(count)
+
+
+class _StandIns:
+    """Loopback with stand-in ports (1, 2, ...): checks a plan without taking a port."""
+
+    def __init__(self) -> None:
+        self._next = 1
+
+    def host(self, role: str) -> str:
+        return HOST
+
+    def ports(self, role: str, count: int) -> list[int]:
+        self._next += count
+        return list(range(self._next - count, self._next))
+
+
+def build_plan(
+    profile: Profile, spec: RunSpec, config: dict[str, str], addresses: Addresses | None = None
+) -> LaunchPlan:
+    """Allocate ports, fill every placeholder and apply every knob; nothing is started.
+
+    `addresses` puts roles elsewhere (Slurm nodes); by default all listen on 127.0.0.1."""
+    if spec.port is not None and addresses is None:
         require_free(spec.port)
-    return _plan(profile, spec, config, free_ports)
+    return _plan(profile, spec, config, addresses or Loopback())
 
 
 def check_plan(profile: Profile, spec: RunSpec, config: dict[str, str]) -> LaunchPlan:
     """Everything build_plan checks (settings, placeholders, ports' names), taking no port:
     for configurations a campaign will launch later. Its ports are stand-ins (1, 2, ...)."""
-    return _plan(profile, spec, config, lambda count: list(range(1, count + 1)))
+    return _plan(profile, spec, config, _StandIns())
 
 
 def check_settings(profile: Profile, settings: Mapping[str, str]) -> None:
@@ -153,32 +191,30 @@ def _plan(
     profile: Profile,
     spec: RunSpec,
     config: dict[str, str],
-    allocate: Callable[[int], list[int]],
+    on: Addresses,
 ) -> LaunchPlan:
     topology = profile.topologies[config["topology"]]
     names = topology.roles
     changes = {r: _changes_for(profile, config, r) for r in names}
     # A knob that swaps a role's program may bring that program's own ports.
-    extra = [
-        port
-        for r in names
-        for port in [*profile.roles[r].ports, *(p for c in changes[r] for p in c.ports)]
-    ]
-    if len(set(extra)) != len(extra):
+    extra = {r: [*profile.roles[r].ports, *(p for c in changes[r] for p in c.ports)] for r in names}
+    flat = [port for r in names for port in extra[r]]
+    if len(set(flat)) != len(flat):
         raise UsageError(
             "Profile roles declare the same extra port name twice; names must be unique."
         )
     check_settings(profile, spec.settings)
-    ports = iter(allocate(len(names) + len(extra)))
+    # Each role's port, then its extra ports, all free on the role's own host.
+    got = {r: on.ports(r, 1 + len(extra[r])) for r in names}
     role_port = {
-        r: (spec.port if (r == topology.entry and spec.port) else next(ports)) for r in names
+        r: (spec.port if (r == topology.entry and spec.port) else got[r][0]) for r in names
     }
     builtins = builtin_values(profile, spec)
     values = builtins | setting_values(profile, spec, builtins)
     for r in names:
         values[f"{r}_port"] = str(role_port[r])
-        values[f"{r}_url"] = f"http://{HOST}:{role_port[r]}"
-    values.update({name: str(next(ports)) for name in extra})
+        values[f"{r}_url"] = f"http://{on.host(r)}:{role_port[r]}"
+        values.update(zip(extra[r], map(str, got[r][1:]), strict=True))
 
     roles = []
     for r in names:
@@ -190,12 +226,12 @@ def _plan(
             args += change.args
             env |= change.env
         server_args = [] if role.router else list(spec.server_args)
-        local = values | {"port": str(role_port[r])}
+        local = values | {"port": str(role_port[r]), "host": on.host(r)}
         where = f"Role '{r}' of profile {profile.source or profile.engine.name}"
         argv = [fill(a, local, where) for a in [*role.prefix, *command, *args]] + server_args
         env = {k: fill(v, local, where) for k, v in env.items()}
-        health = f"http://{HOST}:{role_port[r]}{health_path}"
-        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router))
+        health = f"http://{on.host(r)}:{role_port[r]}{health_path}"
+        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router, on.host(r)))
     start_order = [r for r in roles if r.name != topology.entry] + [
         r for r in roles if r.name == topology.entry
     ]

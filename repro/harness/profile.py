@@ -12,6 +12,8 @@ Its tables:
                   `unmapped` (the engine has no such switch)
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the
                   rest; how long the probe may take (timeout_s)
+    [placement.T] --launcher slurm: the nodes topology T needs and the node of each role
+                  (placement.py)
 
 Role selectors inside a knob value: a role name, `engine` (every role but routers) or `all`.
 Placeholders follow str.format's rules: `{name}` is filled, `{{` and `}}` are literal braces.
@@ -35,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from repro.errors import UsageError
 from repro.harness.placeholders import placeholders
+from repro.harness.placement import PlacementSpec, check_placements, on_one_node
 from repro.knobs import STORY_DEFAULTS, describe
 from repro.spec import MAX_WAIT_S
 from repro.user_files import TOO_DEEP, read_user_text
@@ -126,6 +129,7 @@ class Profile(_Strict):
     roles: dict[str, RoleSpec]
     knobs: dict[str, KnobSpec] = Field(default_factory=dict)
     preflight: PreflightSpec = Field(default_factory=PreflightSpec)
+    placement: dict[str, PlacementSpec] = Field(default_factory=dict)
     source: Path | None = None
 
     @model_validator(mode="after")
@@ -159,6 +163,8 @@ class Profile(_Strict):
                         )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        topology_roles = {name: topo.roles for name, topo in self.topologies.items()}
+        check_placements(self.placement, topology_roles, self.settings)
         self._check_placeholders()
         return self
 
@@ -217,6 +223,10 @@ class Profile(_Strict):
                             yield f"{at}.{part}[{i}]", word
                     for key, env_value in change.env.items():
                         yield f"{at}.env.{key}", env_value
+
+    def placement_for(self, topology: str) -> PlacementSpec:
+        """Where --launcher slurm puts each role of the topology (all on one node by default)."""
+        return self.placement.get(topology) or on_one_node(self.topologies[topology].roles)
 
     @staticmethod
     def _default_of(knob: str, spec: KnobSpec) -> str:

@@ -14,9 +14,10 @@ import signal
 import ssl
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -32,10 +33,11 @@ from repro.errors import (
     UsageError,
 )
 from repro.harness.client import ChatClient, RunClock
-from repro.harness.launcher import Deployment, launch
+from repro.harness.launcher import Deployment
+from repro.harness.launchers import deploy, plan_for
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.local_role import hurry_all
-from repro.harness.plan import LaunchPlan, build_plan, check_settings
+from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
 from repro.harness.watchdog import Watchdog
@@ -45,6 +47,9 @@ from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
 from repro.scenarios import get_scenario
 from repro.spec import RunSpec
+
+if TYPE_CHECKING:
+    from repro.harness.slurm import AllocationHolder
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class Endpoint:
     engine: str
     deployment: Deployment | None = None
     plan: LaunchPlan | None = None
+    placement: dict[str, object] = field(default_factory=dict)  # where each role runs
 
 
 def resolve(spec: RunSpec) -> Resolved:
@@ -75,7 +81,7 @@ def resolve(spec: RunSpec) -> Resolved:
         labels = {k: profile.resolve_knobs({k: v})[k] for k, v in spec.knobs.items()}
         return Resolved(profile, labels, None)
     config = profile.resolve_knobs(spec.knobs)
-    return Resolved(profile, config, build_plan(profile, spec, config))
+    return Resolved(profile, config, plan_for(profile, spec, config))
 
 
 def default_run_dir(config: dict[str, str], root: Path = Path("results")) -> Path:
@@ -103,9 +109,17 @@ async def _probe(url: str) -> None:
 
 @contextlib.asynccontextmanager
 async def engine(
-    spec: RunSpec, logs_dir: Path, resolved: Resolved | None = None
+    spec: RunSpec,
+    logs_dir: Path,
+    resolved: Resolved | None = None,
+    *,
+    allocations: AllocationHolder | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Endpoint]:
-    """Yield a live Endpoint for the spec; whatever was launched is torn down on exit."""
+    """Yield a live Endpoint for the spec; whatever was launched is torn down on exit.
+
+    With --launcher slurm, `allocations` keeps the Slurm allocation for the caller's next
+    engine (a bisect slot); `status` hears what the launcher waits for (the queue)."""
     resolved = resolved or resolve(spec)
     if resolved.plan is None:
         assert spec.url is not None
@@ -117,13 +131,18 @@ async def engine(
         from repro.harness.preflight import preflight
 
         await anyio.to_thread.run_sync(preflight, resolved.plan, resolved.profile)
-    async with launch(resolved.plan, logs_dir) as deployment:
+    launched = deploy(
+        spec, resolved.profile, resolved.plan, logs_dir, allocations=allocations, status=status
+    )
+    async with launched as deployed:
+        deployment = deployed.deployment
         yield Endpoint(
             deployment.entry_url,
             resolved.config,
             resolved.plan.engine_identity,
             deployment,
-            resolved.plan,
+            deployment.plan,  # with Slurm: the roles' node addresses and srun argv
+            deployed.placement,
         )
 
 
@@ -136,9 +155,10 @@ def _spec_record(spec: RunSpec, endpoint: Endpoint, first_session_id: int) -> di
         "url": endpoint.base_url,
         "first_session_id": first_session_id,
         "roles": [
-            {"name": r.name, "argv": list(r.argv), "env": r.env, "port": r.port}
+            {"name": r.name, "argv": list(r.argv), "env": r.env, "host": r.host, "port": r.port}
             for r in (plan.roles if plan else ())
         ],
+        "placement": endpoint.placement,
         "repro_version": __version__,
         "command": sys.argv,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -412,7 +432,8 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: _Stoppin
                     else f"starting the {resolved.config['topology']} engine; "
                     f"logs in {run_dir / 'logs'}"
                 )
-            async with engine(spec, run_dir / "logs", resolved) as endpoint:
+            status = progress.status if progress is not None else None
+            async with engine(spec, run_dir / "logs", resolved, status=status) as endpoint:
                 if progress is not None:
                     progress.status(
                         f"engine ready at {endpoint.base_url}; running {spec.sessions} sessions"

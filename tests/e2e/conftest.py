@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,18 @@ def outside_env(bin_dir: Path) -> dict[str, str]:
         "PIP_NO_INDEX": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(repo_root: Path) -> Iterator[None]:
+    """The local 3-node Slurm (n1-n3 on 127.0.0.1) of scripts/slurm-local, for the session.
+
+    Started here, not by .ci/run (which runs exactly the README's test command), and stopped
+    at the end unless it was already up when the session began.
+    """
+    script = repo_root / "scripts" / "slurm-local"
+    was_up = subprocess.run([script, "status"], capture_output=True).returncode == 0
+    subprocess.run([script, "start"], check=True, timeout=600)
+    yield
+    if not was_up:
+        subprocess.run([script, "stop"], check=True, timeout=120)

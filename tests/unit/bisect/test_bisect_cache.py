@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repro.bisect.cache import TrialCache, trial_key
+from repro.bisect.cache import TrialCache, key_digest, trial_key
 from repro.bisect.evidence import Evidence, Wave
 from repro.errors import ReproError
 from repro.spec import RunSpec
@@ -54,6 +54,19 @@ def test_key_changes_with_configuration_and_engine():
 def test_key_ignores_where_the_engine_listens():
     base = trial_key(RunSpec(), CONFIG, "engine 1")
     assert trial_key(RunSpec(port=8123, health_timeout_s=5), CONFIG, "engine 1") == base
+
+
+def test_slurm_trials_are_their_own_and_local_keys_are_as_before():
+    """A local trial's key is the one computed before --launcher existed (digest pinned), so
+    earlier caches stay valid; Slurm trials differ by launcher and partition only."""
+    local = RunSpec(sessions=40, seed=3)
+    assert key_digest(trial_key(local, CONFIG, "engine 1")) == "925af07a50880a2be53e"
+    slurm = RunSpec(sessions=40, seed=3, launcher="slurm", partition="gpu")
+    assert trial_key(slurm, CONFIG, "engine 1") != trial_key(local, CONFIG, "engine 1")
+    same = slurm.model_copy(update={"account": "team", "time_limit": "2:00:00", "nodes": 4})
+    assert trial_key(same, CONFIG, "engine 1") == trial_key(slurm, CONFIG, "engine 1")
+    other = slurm.model_copy(update={"partition": "h100"})
+    assert trial_key(other, CONFIG, "engine 1") != trial_key(slurm, CONFIG, "engine 1")
 
 
 def test_an_unreadable_entry_is_an_error_naming_it(tmp_path):

@@ -20,7 +20,7 @@ GOOD = "topology=single,hicache=off,index_k=fp8,topk_v2=off,custom_kernels=off,c
 def fake(monkeypatch):
     made: list[FakeOracle] = []
 
-    def harness_oracle(run):
+    def harness_oracle(run, slot=0):
         made.append(FakeOracle(seed=run.seed))
         return made[-1]
 
@@ -30,6 +30,17 @@ def fake(monkeypatch):
 
 def invoke(*args):
     return CliRunner().invoke(app, list(args))
+
+
+def test_parallel_makes_one_deployment_per_slot_and_reports_the_same(tmp_path, fake):
+    serial = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path / "1"), "--json")
+    parallel = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path / "3"),
+                      "--json", "--parallel", "3")  # fmt: skip
+    assert parallel.exit_code == 0, parallel.output
+    assert len(fake) == 4 and all(oracle.closed for oracle in fake)  # 1 serial + 3 slots
+    first, second = json.loads(serial.stdout), json.loads(parallel.stdout)
+    assert (first["culprit"], first["classes"]) == (second["culprit"], second["classes"])
+    assert invoke("flags", "--bad", BAD, "--good", GOOD, "--parallel", "0").exit_code == 2
 
 
 def test_flags_json_has_the_contract_keys(tmp_path, fake):
@@ -76,7 +87,9 @@ def test_an_empty_endpoint_names_its_option(tmp_path, fake, bad, good, side):
 
 
 def test_refused_endpoint_exits_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(campaign_module, "_harness_oracle", lambda run: FakeOracle(lambda c: 0.0))
+    monkeypatch.setattr(
+        campaign_module, "_harness_oracle", lambda run, slot: FakeOracle(lambda c: 0.0)
+    )
     result = invoke("flags", "--bad", BAD, "--good", GOOD, "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "did not reproduce" in result.stderr

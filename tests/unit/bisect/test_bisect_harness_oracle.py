@@ -44,7 +44,7 @@ def fake_harness(monkeypatch):
     started, stopped, driven = [], [], []
 
     @contextlib.asynccontextmanager
-    async def engine(spec, logs_dir):
+    async def engine(spec, logs_dir, **_launch):
         started.append(dict(spec.knobs))
         try:
             yield f"endpoint-{len(started)}"
@@ -113,3 +113,18 @@ def test_a_wave_with_no_judged_session_is_an_engine_error(tmp_path, monkeypatch,
 def test_identity_names_engine_version_and_profile_content():
     identity = oracle().identity()
     assert identity.startswith("repro-sim 0.1 (profile ")
+
+
+def test_an_engine_that_fails_to_start_is_its_one_sentence(tmp_path, monkeypatch):
+    """The launcher starts roles in a task group, which wraps their errors; a campaign must
+    still end with the role's sentence (exit 2), not a traceback of the group."""
+
+    @contextlib.asynccontextmanager
+    async def engine(spec, logs_dir, **_launch):
+        death = EngineError("The decode engine process exited with code 1 before it ...")
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [death])])
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(harness_run, "engine", engine)
+    with pytest.raises(EngineError, match="The decode engine process exited with code 1"):
+        anyio.run(oracle().run_wave, RunSpec(sessions=2), tmp_path / "w", 0)

@@ -73,11 +73,12 @@ def test_progress_reports_the_running_trial_and_the_decisions_so_far(tmp_path):
             states.append(state)
 
     bisect_matrix(campaign(tmp_path, SEED_BUG), oracle=FakeOracle(), progress=Recorder())
-    running = [s for s in states if s.wave_running]
-    assert running[0].current == "topology=single,hicache=off,index_k=fp8"
+    running = [s for s in states if s.wave_started]
+    assert running[0].wave_started == "topology=single,hicache=off,index_k=fp8"
+    assert [r[0] for r in running[0].running] == [running[0].wave_started]
     assert running[0].decisions == () and running[0].sessions_spent == 0
     final = states[-1]
-    assert final.current is None and len(final.decisions) == 8
+    assert final.running == () and len(final.decisions) == 8
     assert final.sessions_spent == sum(n for *_, n in final.decisions)
     assert ("topology=pd,hicache=on,index_k=bf16", "CORRUPTING") in {d[:2] for d in final.decisions}
     console = Console(width=100, record=True)

@@ -1,0 +1,106 @@
+"""Trials at once (`--parallel K`): K deployments, each trial on one of them for all its waves.
+
+The search asks for independent trials together (the two endpoints; the knock-outs; a
+matrix's cells) and `measure_together` runs up to K of them at once, returning them in the
+order asked, so the search's logic, the cache and the report do not depend on K. With K = 1
+it measures one after another and stops at the first refusal, exactly as a serial search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from repro.bisect.oracle import Oracle
+
+if TYPE_CHECKING:
+    from repro.bisect.trial import Question, Trial, TrialRunner
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One trial the search wants: measured until `settled`, then `check`ed (which may raise
+    to stop the batch, e.g. an endpoint that does not bracket a failure)."""
+
+    label: str
+    config: Mapping[str, str]
+    settled: Question | None = None
+    check: Callable[[Trial], None] | None = None
+
+
+class OraclePool:
+    """K oracles, each keeping its own deployment; a trial borrows one for all its waves,
+    preferably the one whose engine last ran the same configuration (no restart)."""
+
+    def __init__(self, oracles: Sequence[Oracle]) -> None:
+        if not oracles:
+            raise ValueError("an oracle pool needs at least one oracle")
+        self.oracles = list(oracles)
+        self._free = list(range(len(self.oracles)))
+        self._slots = anyio.Semaphore(len(self.oracles))
+        self._last: dict[int, str] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.oracles)
+
+    @contextlib.asynccontextmanager
+    async def slot(self, key: str) -> AsyncIterator[Oracle]:
+        """A free oracle for the trial `key` (waits while all K are busy)."""
+        async with self._slots:
+            index = next(
+                (i for i in self._free if self._last.get(i) == key),
+                next((i for i in self._free if i not in self._last), self._free[0]),
+            )
+            self._free.remove(index)
+            self._last[index] = key
+            try:
+                yield self.oracles[index]
+            finally:
+                self._free.append(index)
+
+    async def aclose(self) -> None:
+        """Stop every deployment (each distinct oracle once)."""
+        seen: set[int] = set()
+        for oracle in self.oracles:
+            if id(oracle) not in seen:
+                seen.add(id(oracle))
+                await oracle.aclose()
+
+
+async def measure_together(runner: TrialRunner, requests: Sequence[Request]) -> list[Trial]:
+    """Measure the requests, up to the runner's K at once; the trials in request order.
+
+    An error (a `check` refusing, an engine failure) stops the batch: the trials still in
+    flight are cancelled, and the error of the earliest request is raised."""
+    trials: list[Trial | None] = [None] * len(requests)
+
+    async def one(index: int, request: Request) -> None:
+        trial = await runner.measure(request.label, request.config, request.settled)
+        if request.check is not None:
+            request.check(trial)
+        trials[index] = trial
+
+    if runner.parallel == 1:
+        for index, request in enumerate(requests):
+            await one(index, request)
+        return trials  # type: ignore[return-value]
+    failures: dict[int, Exception] = {}
+    async with anyio.create_task_group() as group:
+
+        async def guarded(index: int, request: Request) -> None:
+            try:
+                await one(index, request)
+            except Exception as exc:  # re-raised below, unwrapped, as the serial search would
+                failures[index] = exc
+                group.cancel_scope.cancel()
+
+        for index, request in enumerate(requests):
+            group.start_soon(guarded, index, request)
+    if failures:
+        raise failures[min(failures)]
+    return trials  # type: ignore[return-value]
