@@ -98,7 +98,7 @@ def test_the_cover_meets_every_value_with_every_topology_a_search_can_mix() -> N
 def test_the_campaign_checks_what_it_measures(tmp_path: Path, monkeypatch) -> None:
     made: list[FakeOracle] = []
     monkeypatch.setattr(
-        campaign_module, "_harness_oracle", lambda run: made.append(FakeOracle()) or made[-1]
+        campaign_module, "_harness_oracle", lambda run, slot: made.append(FakeOracle()) or made[-1]
     )
     result = invoke(
         "matrix", "--factor", "hicache=off,on", "--factor", "index_k=fp8,bf16", "--out",
