@@ -252,7 +252,8 @@ async def drive(
         with anyio.CancelScope(shield=True):
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
-        error = error or store.close()
+        write_error = store.close()  # always: it writes the turns still pending
+        error = error or write_error
         summary = _final_summary(
             store,
             config=endpoint.config,

@@ -16,9 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
+from repro.results.reading import read_turn_table
 from tests.e2e.conftest import repro, summary
 from tests.e2e.leftovers import assert_none_left, cgroups_of, run_processes
 from tests.e2e.test_interrupt import wait_for_turns
@@ -79,7 +79,7 @@ def test_sigkill_of_repro_leaves_no_process_and_keeps_the_turns(
 
     assert_none_left(out, exited_at, after_s=3.0)
     assert not any(path.exists() for path in cgroups)
-    assert pq.read_metadata(out / "turns.parquet").num_rows >= 12
+    assert read_turn_table(out / "turns.parquet").num_rows >= 12
     report = repro("report", str(out), "--json", timeout=60)
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["turns"] >= 1
