@@ -59,6 +59,9 @@ class StreamProgress:
     gaps_s: list[float] = field(default_factory=list)
     chunks: int = 0
     done: bool = False
+    # `logprobs.content` items in arrival order, when the request asked for them: every
+    # generated token with its scores, whichever field its text went to.
+    logprobs: list[dict] = field(default_factory=list)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c.name, "".join(c.arguments)) for _, c in sorted(self.calls.items()))
@@ -210,6 +213,9 @@ class ChatClient:
         if not choices:
             return
         choice = choices[0]
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            progress.logprobs += logprobs["content"]
         delta = choice.get("delta") or {}
         got_text = False
         if delta.get("reasoning_content"):

@@ -3,7 +3,8 @@
 A profile is TOML, validated strictly (a misspelled key is an error that names it).
 Its tables:
 
-    [engine]      name, version (the identity trials are cached under), start-up deadline
+    [engine]      name, version (the identity trials are cached under), start-up deadline,
+                  the default oracle (validity, or divergence for a model that writes noise)
     [settings]    named values for {placeholders}; `--set KEY=VALUE` overrides them
     [topologies]  per topology: the roles to start, and the entry role clients talk to
     [roles.R]     per role: command, health path, env, extra named ports, remote prefix
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from repro.errors import UsageError
 from repro.knobs import STORY_DEFAULTS, describe
+from repro.spec import Oracle
 
 SELECTOR_ENGINE = "engine"
 SELECTOR_ALL = "all"
@@ -103,6 +105,9 @@ class EngineSpec(_Strict):
     description: str = ""
     health_timeout_s: float = 120.0
     stop_timeout_s: float = 10.0
+    # The default --oracle: validity needs a model that writes DSML; an engine serving a
+    # small or dummy model (noise) is judged by divergence from a replay alone.
+    oracle: Oracle = "validity"
 
 
 class Profile(_Strict):
