@@ -67,7 +67,7 @@ def _run(spec: RunSpec, out: Path | None) -> RunSummary:
 
 
 @app.command()
-@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> None:
     """Launch the engine in one configuration, drive agent sessions, and score corruption."""
     with exit_on_error():
@@ -88,7 +88,7 @@ def run(options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False) -> 
 
 
 @app.command()
-@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def gate(
     options: dict[str, Any],
     max_corruption: MaxCorruption = "0",

@@ -26,6 +26,7 @@ from repro.spec import RunSpec
 RUN = "Run"
 ENGINE = "Engine"
 KNOBS = "Configuration knobs"
+ORACLE = "Oracle (how turns are judged)"
 
 
 def _field(name: str) -> Any:
@@ -100,6 +101,33 @@ HealthTimeout = Annotated[
 ]
 Model = Annotated[str | None, _opt("--model", "model", ENGINE, show_default=False)]
 
+OracleOpt = Annotated[
+    str | None,
+    _opt("--oracle", "oracle", ORACLE, show_default=False, metavar="validity|divergence|both"),
+]
+History = Annotated[
+    str | None, _opt("--history", "history", ORACLE, show_default=False, metavar="live|scripted")
+]
+ReplaySample = Annotated[
+    str, _opt("--replay-sample", "replay_sample", ORACLE, metavar="all|auto|N")
+]
+ReferenceUrl = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reference-url",
+        help=_field("reference_urls").description + " (repeatable)",
+        rich_help_panel=ORACLE,
+        show_default=False,
+    ),
+]
+ReferenceEngines = Annotated[
+    int, _opt("--reference-engines", "reference_engines", ORACLE, min=0, max=64)
+]
+TopLogprobs = Annotated[int, _opt("--top-logprobs", "top_logprobs", ORACLE, min=0, max=20)]
+NumericalMargin = Annotated[
+    float, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, min=0.0001)
+]
+
 Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
 HiCache = Annotated[str | None, _knob("--hicache", "hicache", "on | off")]
 IndexK = Annotated[str | None, _knob("--index-k", "index_k", "fp8 | bf16")]
@@ -138,6 +166,8 @@ def build_spec(
     model_path: str | None = None,
     server_args: str | None = None,
     context_max: int | None = None,
+    reference_url: list[str] | None = None,
+    numerical_margin: float | None = None,
     **fields: Any,
 ) -> RunSpec:
     """Options to RunSpec: knob options and --knob merge (an option wins over --knob)."""
@@ -158,7 +188,13 @@ def build_spec(
     except ValueError as exc:
         raise UsageError(f"--server-args cannot be split like a shell line: {exc}.") from None
     return RunSpec.build(
-        knobs=knobs, settings=chosen, server_args=extra, context_max_tokens=context_max, **fields
+        knobs=knobs,
+        settings=chosen,
+        server_args=extra,
+        context_max_tokens=context_max,
+        reference_urls=tuple(reference_url or ()),
+        numerical_margin_nats=numerical_margin,
+        **fields,
     )
 
 
@@ -174,6 +210,15 @@ LOAD = {
     "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
     "stall_after_s": (StallAfter, default("stall_after_s")),
     "abort_rate": (AbortRate, default("abort_rate")),
+}
+ORACLE_OPTIONS = {
+    "oracle": (OracleOpt, None),
+    "history": (History, None),
+    "replay_sample": (ReplaySample, default("replay_sample")),
+    "reference_url": (ReferenceUrl, None),
+    "reference_engines": (ReferenceEngines, default("reference_engines")),
+    "top_logprobs": (TopLogprobs, default("top_logprobs")),
+    "numerical_margin": (NumericalMargin, default("numerical_margin_nats")),
 }
 KNOB_OPTIONS = {
     "topology": (Topology, None),

@@ -72,6 +72,7 @@ class Divergence:
     reference_margin: float | None = None
     reference_logprob_of_loaded: float | None = None  # None: not among the reference's top-k
     note: str = ""
+    by_tokens: bool = False  # both sides gave logprobs: compared token by token
 
     @property
     def counts(self) -> bool:
@@ -164,12 +165,13 @@ def compare(loaded: Answer, reference: Answer, numerical_margin_nats: float) -> 
     k = _first_token_difference(loaded.tokens, reference.tokens)
     if k is None:
         if text is None:
-            return Divergence(DivergenceKind.IDENTICAL)
+            return Divergence(DivergenceKind.IDENTICAL, by_tokens=True)
         return Divergence(
             DivergenceKind.CORRUPT,
             field=field,
             char_offset=char_offset,
             note="the same tokens gave different text: the output path (detokenizer or parser) differs",
+            by_tokens=True,
         )
     mine = loaded.tokens[k] if k < len(loaded.tokens) else None
     theirs = reference.tokens[k] if k < len(reference.tokens) else None
@@ -184,6 +186,7 @@ def compare(loaded: Answer, reference: Answer, numerical_margin_nats: float) -> 
         loaded_margin=mine.margin if mine else None,
         reference_logprob=theirs.logprob if theirs else None,
         reference_margin=theirs.margin if theirs else None,
+        by_tokens=True,
     )
     if mine is None or theirs is None:
         ended = "the loaded answer ended" if mine is None else "the reference ended"

@@ -25,11 +25,14 @@ from repro import __version__
 from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, UsageError
 from repro.harness.client import ChatClient, RunClock
 from repro.harness.launcher import Deployment, kill_leftover_groups, launch
+from repro.harness.loaded_log import LoadedLog
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
+from repro.harness.replay import Replay
 from repro.knobs import STORY_DEFAULTS
+from repro.results.oracle_view import divergence_figures, judged_records
 from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
 from repro.scenarios import get_scenario
@@ -181,20 +184,28 @@ async def drive(
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
     tls = ssl.create_default_context()  # built once: each session's client reuses it
+    for url in spec.reference_urls:  # a wrong reference fails now, not after the load
+        await _probe(url)
 
     def new_client() -> ChatClient:
         return ChatClient(endpoint.base_url, clock, spec.stall_after_s * 2, tls=tls)
 
+    scenario = get_scenario(spec.scenario)
+    loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None
     generator = LoadGenerator(
         spec,
-        get_scenario(spec.scenario),
+        scenario,
         new_client,
         clock,
         store,
         check_turn,
         await _model_name(endpoint.base_url, spec),
         first_session_id,
+        loaded_log,
     )
+    replay = None
+    if loaded_log is not None:
+        replay = Replay(spec, scenario, generator.model, run_dir, store.records)
     interrupted, error = False, None
     try:
         async with anyio.create_task_group() as group:
@@ -207,6 +218,10 @@ async def drive(
                 # Sessions end on their first failed turn, so a dead role can end the load
                 # before the watcher's next look: look once more before calling it a run.
                 endpoint.deployment.check()
+            if replay is not None and loaded_log is not None:
+                loaded_log.close()
+                load_wall_s = time.monotonic() - started
+                await replay.after_load(generator.wedge, endpoint.base_url, progress, load_wall_s)
             group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         interrupted = True
@@ -218,8 +233,10 @@ async def drive(
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         store.close()
+        if loaded_log is not None:
+            loaded_log.close()
         summary = summarize(
-            store.records,
+            judged_records(store.records, spec.oracle, replay.turns if replay else {}),
             config=endpoint.config,
             wall_s=time.monotonic() - started,
             interrupted=interrupted,
@@ -229,6 +246,10 @@ async def drive(
             url=endpoint.base_url,
             started_at=record["started_at"],
             run_dir=str(run_dir),
+            oracle=spec.oracle,
+            divergence=divergence_figures(store.records, replay.turns, replay.info())
+            if replay
+            else None,
         )
         store.write_summary(summary.to_dict())
     if error is not None:
@@ -250,6 +271,7 @@ async def run_async(
     spec: RunSpec, run_dir: Path | None, progress: Progress | None = None
 ) -> RunSummary:
     resolved = resolve(spec)
+    spec = spec.with_oracle_default(resolved.profile.engine.oracle)
     run_dir = run_dir or default_run_dir(resolved.config)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(

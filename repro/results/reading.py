@@ -35,10 +35,12 @@ def read_run(path: Path) -> RunFolder:
             )
             raise UsageError(f"{path} holds no turns; the run stopped before any load ran: {why}")
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
-    records = read_turns(turns)
+    loaded = read_turns(turns)
     spec = _json_object(spec_file)
     written = RunSummary.from_dict(_json_object(summary_file)) if summary_file.exists() else None
-    wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
+    wall_s = written.wall_s if written else max((r.ended_at_s for r in loaded), default=0.0)
+    oracle = (spec.get("spec") or {}).get("oracle")
+    records, divergence = judged_view(path, loaded, oracle, written)
     summary = summarize(
         records,
         config=spec.get("config", {}),
@@ -51,8 +53,24 @@ def read_run(path: Path) -> RunFolder:
         url=spec.get("url", ""),
         started_at=spec.get("started_at", ""),
         run_dir=str(path),
+        oracle=oracle,
+        divergence=divergence,
     )
     return RunFolder(path, records, summary)
+
+
+def judged_view(
+    path: Path, records: list[TurnRecord], oracle: str | None, written: RunSummary | None
+) -> tuple[list[TurnRecord], dict | None]:
+    """The turns as the run's oracle judged them, and the replay's figures recomputed."""
+    from repro.harness.replayed import read_replayed
+    from repro.results.oracle_view import divergence_figures, judged_records
+
+    if oracle in (None, "validity"):
+        return records, None
+    replayed = read_replayed(path)
+    info = written.divergence if written else {}
+    return judged_records(records, oracle, replayed), divergence_figures(records, replayed, info)
 
 
 def read_turns(turns: Path) -> list[TurnRecord]:

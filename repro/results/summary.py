@@ -1,6 +1,7 @@
 """RunSummary: the figures of one run, computed from its turn records (or turns.parquet).
 
-Rates are over judged turns (outcome `ok`) and over sessions with at least one judged turn;
+Rates are over judged turns (outcome `ok` and judged by the run's oracle: see
+oracle_view.py) and over sessions with at least one judged turn;
 each comes with its 95% Wilson interval, so 0 of n still says how high the rate could be.
 """
 
@@ -55,6 +56,8 @@ class RunSummary:
     url: str = ""
     started_at: str = ""
     run_dir: str = ""
+    oracle: str = "validity"
+    divergence: dict[str, Any] = field(default_factory=dict)  # the replay: oracle_view.py
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -110,8 +113,11 @@ def summarize(
     url: str = "",
     started_at: str = "",
     run_dir: str = "",
+    oracle: str | None = None,
+    divergence: dict[str, Any] | None = None,
 ) -> RunSummary:
-    judged = [r for r in records if r.outcome == TurnOutcome.OK]
+    ok = [r for r in records if r.outcome == TurnOutcome.OK]
+    judged = [r for r in ok if r.judged]
     by_session: dict[int, bool] = {}
     for r in judged:
         by_session[r.session_id] = by_session.get(r.session_id, False) or r.corrupted
@@ -148,9 +154,9 @@ def summarize(
         outcomes=dict(sorted(outcomes.items())),
         defects=dict(Counter(k for r in judged for k in r.defect_kinds).most_common()),
         latency_s={
-            "ttft": percentiles([r.ttft_s for r in judged if r.ttft_s is not None]),
-            "e2e": percentiles([r.e2e_s for r in judged]),
-            "itl": percentiles([g for r in judged for g in r.gaps_s]),
+            "ttft": percentiles([r.ttft_s for r in ok if r.ttft_s is not None]),
+            "e2e": percentiles([r.e2e_s for r in ok]),
+            "itl": percentiles([g for r in ok for g in r.gaps_s]),
         },
         completion_tokens=completion,
         output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
@@ -162,4 +168,6 @@ def summarize(
         url=url,
         started_at=started_at,
         run_dir=run_dir,
+        oracle=oracle or "validity",
+        divergence=divergence or {},
     )
