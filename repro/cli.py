@@ -107,7 +107,8 @@ def gate(
         summary = _run(o.build_spec(**options), out)
         verdict = decide(summary, threshold)
         if junit is not None:
-            write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
+            records = gate_records(Path(summary.run_dir), summary.oracle)
+            write_junit(junit, summary, records, verdict)
         (console if verdict.exit_code == 0 else errors).print(verdict.message, markup=False)
         raise typer.Exit(verdict.exit_code)
 

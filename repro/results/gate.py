@@ -60,21 +60,28 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
             f"ERROR: {summary.errors} {turns} failed ({summary.error_outcomes}); "
             "the run cannot vouch.",
         )
+    if unanswered := summary.divergence.get("errors"):
+        return GateVerdict(
+            EXIT_ERROR,
+            f"ERROR: {unanswered} replayed turns got no reference; the run cannot vouch.",
+        )
     if summary.turns == 0:
         return GateVerdict(EXIT_ERROR, "ERROR: no turn was judged.")
     allowed = threshold.allowed(summary.turns)
     measured = f"{summary.turns_corrupted} of {summary.turns} turns corrupted ({summary.turn_corruption_rate:.2%})"
+    if numerical := summary.divergence.get("kinds", {}).get("numerical"):
+        measured += f", {numerical} numerical divergences (near-ties) not counted"
     if summary.turns_corrupted > allowed:
         return GateVerdict(EXIT_CORRUPTION, f"FAIL: {measured}; at most {threshold} allowed.")
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
-def gate_records(run_dir: Path) -> list[TurnRecord]:
-    """The run's turns, read back from turns.parquet (none when no load ran)."""
-    from repro.results.reading import read_turns
+def gate_records(run_dir: Path, oracle: str = "validity") -> list[TurnRecord]:
+    """The run's turns as its oracle judged them (none when no load ran)."""
+    from repro.results.reading import judged_view, read_turns
 
     path = run_dir / "turns.parquet"
-    return read_turns(path) if path.exists() else []
+    return judged_view(run_dir, read_turns(path), oracle, None)[0] if path.exists() else []
 
 
 def write_junit(
