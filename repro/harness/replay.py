@@ -80,6 +80,7 @@ class Replay:
         self.reference = ""  # where the references came from, in words
         self.stopped = ""  # why sessions were left out, when some were
         self.wall_s = 0.0
+        self.load_wall_s = 0.0
         self._queue: deque[int] = deque()
         self._clock = RunClock()
 
@@ -113,7 +114,7 @@ class Replay:
 
     async def run(self, urls: Sequence[str], reference: str, load_wall_s: float) -> None:
         """Replay on `urls` (one request at a time each) until done, the budget, or a cancel."""
-        self.reference = reference
+        self.reference, self.load_wall_s = reference, load_wall_s
         sessions = self.plan(list(read_loaded(self.run_dir)))
         self._queue.extend(sessions)
         counts = self.counts
@@ -233,6 +234,7 @@ class Replay:
             "budget_s": counts.budget_s,
             "stopped": self.stopped,
             "wall_s": round(self.wall_s, 1),
+            "load_wall_s": round(self.load_wall_s, 1),
             "numerical_margin_nats": self.spec.numerical_margin_nats,
             "top_logprobs": self.spec.top_logprobs,
         }
@@ -240,6 +242,8 @@ class Replay:
 
 def describe_counts(counts: ReplayCounts) -> str:
     """One progress line: turns replayed, divergences so far, time and what is left."""
+    if not counts.started_at_s:
+        return "replay: starting (rebuilding what the load sent, launching references)"
     elapsed = time.monotonic() - counts.started_at_s
     line = (
         f"replay {counts.turns_done:,}/{counts.turns_planned:,} turns alone "

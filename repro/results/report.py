@@ -61,7 +61,10 @@ def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
         tone = "yellow"
     else:
         text, tone = f"all {sessions} sessions ({replayed:,} turns)", ""
-    rows.append(SummaryRow("replay", f"{text}, in {d.get('wall_s', 0):,.0f} s", tone))
+    took = f"in {d.get('wall_s', 0):,.0f} s"
+    if d.get("load_wall_s"):
+        took += f" (the load: {d['load_wall_s']:,.0f} s)"
+    rows.append(SummaryRow("replay", f"{text}, {took}", tone))
     kinds = d.get("kinds", {})
     found = [
         f"identical {kinds.get('identical', 0):,}",
@@ -116,7 +119,8 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         SummaryRow("end-to-end p50/p90/p99", _ms(latency.get("e2e", {}))),
         SummaryRow(
             "throughput",
-            f"{summary.output_tokens_per_s:,.0f} output tokens/s over {summary.wall_s:,.0f} s",
+            f"{summary.output_tokens_per_s:,.0f} output tokens/s over "
+            f"{summary.divergence.get('load_wall_s') or summary.wall_s:,.0f} s",
         ),
     ]
     if summary.client_was_slow:

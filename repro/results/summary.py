@@ -130,6 +130,7 @@ def summarize(
             peak[r.session_id] = max(peak.get(r.session_id, 0), r.prompt_tokens)
     session_rate, turn_rate = wilson(sessions_corrupted, sessions), wilson(turns_corrupted, turns)
     completion = sum(r.completion_tokens or 0 for r in records)
+    load_s = (divergence or {}).get("load_wall_s") or wall_s  # the replay produces no load
     lags = [r.send_lag_s for r in records]
     lag_p99 = percentiles(lags).get("p99", 0.0)
     return RunSummary(
@@ -159,7 +160,7 @@ def summarize(
             "itl": percentiles([g for r in ok for g in r.gaps_s]),
         },
         completion_tokens=completion,
-        output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
+        output_tokens_per_s=round(completion / load_s, 1) if load_s > 0 else 0.0,
         send_lag_p99_s=round(lag_p99, 4),
         client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S,
         wedge=wedge,
