@@ -23,8 +23,11 @@ from repro.spec import RunSpec
 CACHE_VERSION = 1
 
 # RunSpec fields that cannot change what a session observes: where the engine listens, how
-# long start-up may take, and the profile's path (its content is in the engine identity).
-_NOT_IN_KEY = frozenset({"url", "port", "health_timeout_s", "profile", "knobs"})
+# long start-up may take, the profile's path (its content is in the engine identity), and
+# where and on how many engines the divergence oracle's replay runs.
+_NOT_IN_KEY = frozenset(
+    {"url", "port", "health_timeout_s", "profile", "knobs", "reference_urls", "reference_engines"}
+)
 
 
 def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) -> dict[str, object]:
