@@ -22,7 +22,7 @@ from repro.harness.loaded_log import LoadedLog
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.results.store import RunStore
 from repro.scenarios import Scenario, Session
-from repro.scenarios.scripted import ScriptedHistory
+from repro.scenarios.scripted import ScriptedHistory, assistant_message
 from repro.spec import RunSpec
 
 MAX_ABORT_RETRIES = 3  # an aborted request is re-sent, as an agent framework would
@@ -251,19 +251,7 @@ class LoadGenerator:
         content = "".join(progress.content)
         if calls and not progress.calls:
             content = content.split(DSML_START, 1)[0]  # the calls travel as tool_calls instead
-        message: dict = {"role": "assistant", "content": content}
-        if progress.reasoning:
-            message["reasoning_content"] = "".join(progress.reasoning)
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": i,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c, i in zip(calls, ids, strict=True)
-            ]
-        return message
+        return assistant_message(content, "".join(progress.reasoning), calls, ids)
 
     def _record(
         self,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import orjson
 
 from repro.checkers.verdict import ToolCall
-from repro.scenarios.base import Message, PlannedTurn, Scenario, Session
+from repro.scenarios.base import Message, Scenario, Session
 
 CHARS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 4  # role markers and separators around each message
@@ -36,6 +36,21 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
             function = call.get("function", {})
             chars += len(function.get("name", "")) + len(function.get("arguments", ""))
     return chars // CHARS_PER_TOKEN + TOKENS_PER_MESSAGE * len(messages)
+
+
+def assistant_message(
+    content: str, reasoning: str, calls: Sequence[ToolCall], ids: Sequence[str]
+) -> Message:
+    """An assistant turn as the next request's history carries it (live or scripted)."""
+    message: Message = {"role": "assistant", "content": content}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c, i in zip(calls, ids, strict=True)
+        ]
+    return message
 
 
 class ScriptedHistory:
@@ -80,7 +95,8 @@ class ScriptedHistory:
         plan = self._script(self.messages, self.tools)
         calls = tuple(ToolCall(c.name, json.dumps(c.arguments)) for c in plan.calls)
         ids = tuple(f"call_{self.session_id}_{self.step}_{i}" for i in range(len(calls)))
-        added = [self._assistant(plan, calls, ids)]
+        reasoning = plan.reasoning if self._thinking else ""
+        added = [assistant_message(plan.content, reasoning, calls, ids)]
         self.step += 1
         if calls:
             completion_tokens = estimate_tokens(added)
@@ -88,20 +104,3 @@ class ScriptedHistory:
         self.messages += added
         self._prompt_tokens += estimate_tokens(added)
         return bool(calls) and not self.session.finished(prompt_tokens)
-
-    def _assistant(
-        self, plan: PlannedTurn, calls: Sequence[ToolCall], ids: Sequence[str]
-    ) -> Message:
-        message: Message = {"role": "assistant", "content": plan.content}
-        if self._thinking and plan.reasoning:
-            message["reasoning_content"] = plan.reasoning
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": i,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c, i in zip(calls, ids, strict=True)
-            ]
-        return message
