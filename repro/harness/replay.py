@@ -100,7 +100,7 @@ class Replay:
     ) -> None:
         """The replay, on the references the spec names, unless the load wedged the engine."""
         if wedge:
-            self.stopped = "not replayed: the engine wedged during the load"
+            self.stopped = "not replayed: the engine wedged during the load"  # it would hang too
             return
         if progress is not None:
             progress.replay = self.counts

@@ -51,20 +51,23 @@ def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
     rows = [SummaryRow("oracle", f"{how}, on {d.get('reference') or 'no reference'}")]
     done = d.get("sessions_replayed", 0)
     sessions, turns = d.get("sessions_with_turns", 0), d.get("turns_with_outcome_ok", 0)
-    replayed = d.get("turns_replayed", 0)
-    if d.get("stopped") or done < sessions:
-        why = f": {d['stopped']}" if d.get("stopped") else ""
-        text = (
-            f"a seeded random sample: {done} of {sessions} sessions ({replayed:,} of {turns:,} "
-            f"turns){why}; the rates cover these only"
-        )
-        tone = "yellow"
-    else:
-        text, tone = f"all {sessions} sessions ({replayed:,} turns)", ""
+    covered = f"{done} of {sessions} sessions ({d.get('turns_replayed', 0):,} of {turns:,} turns)"
     took = f"in {d.get('wall_s', 0):,.0f} s"
     if d.get("load_wall_s"):
         took += f" (the load: {d['load_wall_s']:,.0f} s)"
-    rows.append(SummaryRow("replay", f"{text}, {took}", tone))
+    stopped = d.get("stopped", "")
+    if not stopped and done >= sessions:
+        rows.append(SummaryRow("replay", f"all {covered}, {took}"))
+    else:
+        if stopped == "interrupted":
+            what = f"interrupted after {covered}"
+        elif not d.get("sessions_planned"):
+            what = stopped or "nothing to replay"
+        elif stopped:
+            what = f"a seeded random sample, {covered}, as {stopped}"
+        else:
+            what = f"a seeded random sample (--replay-sample {d.get('sample')}), {covered}"
+        rows.append(SummaryRow("replay", f"{what}, {took}; the rates cover these only", "yellow"))
     kinds = d.get("kinds", {})
     found = [
         f"identical {kinds.get('identical', 0):,}",

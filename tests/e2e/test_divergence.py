@@ -114,7 +114,7 @@ def test_a_sample_of_sessions_is_judged_and_said_so(tmp_path: Path) -> None:
         d["turns_by_tokens"] == 0
         and d["kinds"]["identical"] == s["turns"] < d["turns_with_outcome_ok"]
     )
-    assert "a seeded random sample: 2 of 6 sessions" in done.stdout
+    assert "a seeded random sample (--replay-sample 2), 2 of 6 sessions" in done.stdout
     request = json.loads((out / "loaded.jsonl").read_text().splitlines()[0])
     assert request["tokens"] == [] and len(request["body_sha256"]) == 64
 
