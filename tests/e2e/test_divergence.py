@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -117,6 +121,30 @@ def test_a_sample_of_sessions_is_judged_and_said_so(tmp_path: Path) -> None:
     assert "a seeded random sample (--replay-sample 2), 2 of 6 sessions" in done.stdout
     request = json.loads((out / "loaded.jsonl").read_text().splitlines()[0])
     assert request["tokens"] == [] and len(request["body_sha256"]) == 64
+
+
+def test_ctrl_c_during_the_replay_keeps_every_verdict_so_far(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "repro", "run", "--sessions", "6", "--topology", "single",
+            "--context-max", "20000", *QUICK, "--oracle", "divergence", "--replay-sample", "all",
+            "--reference-engines", "1", "--out", str(out)]  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    verdicts = out / "divergence.jsonl"
+    deadline = time.monotonic() + 120
+    while not (verdicts.exists() and len(verdicts.read_text().splitlines()) >= 3):
+        assert time.monotonic() < deadline and process.poll() is None, "no replay to interrupt"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    s = summary(out)
+    d = s["divergence"]
+    assert s["interrupted"] and d["stopped"] == "interrupted"
+    assert 3 <= d["turns_replayed"] == s["turns"] < d["turns_with_outcome_ok"]
+    assert d["turns_replayed"] == len(lines(verdicts))
+    assert "interrupted after" in stdout and engine_processes(out) == []
+    argv = (out / "logs" / "reference-0" / "single.log").read_text().splitlines()[0].split()
+    assert processes_with_ports([argv[argv.index("--port") + 1]]) == []
 
 
 @pytest.mark.parametrize(
