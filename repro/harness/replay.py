@@ -273,12 +273,23 @@ async def references(
     if not spec.reference_engines:
         yield [run_url], "the run's engine, after the load"
         return
+    urls: list[str] = []
+    done = anyio.Event()
+    async with anyio.create_task_group() as group:
+        for i in range(spec.reference_engines):  # started together: each takes seconds
+            group.start_soon(_hold_engine, spec, logs_dir / f"reference-{i}", urls, done)
+        while len(urls) < spec.reference_engines:
+            await anyio.sleep(0.1)  # a failed start cancels this wait with its error
+        try:
+            yield list(urls), f"{len(urls)} engine(s) launched like the run's"
+        finally:
+            done.set()
+
+
+async def _hold_engine(spec: RunSpec, logs_dir: Path, urls: list[str], done: anyio.Event) -> None:
+    """Launch one copy of the run's engine (fresh ports) and keep it until `done`."""
     from repro.harness.run import engine  # the launcher path every run takes; late: no cycle
 
-    alike = spec.model_copy(update={"port": None})  # fresh ports for each copy
-    async with contextlib.AsyncExitStack() as stack:
-        urls = []
-        for i in range(spec.reference_engines):
-            endpoint = await stack.enter_async_context(engine(alike, logs_dir / f"reference-{i}"))
-            urls.append(endpoint.base_url)
-        yield urls, f"{len(urls)} engine(s) launched like the run's"
+    async with engine(spec.model_copy(update={"port": None}), logs_dir) as endpoint:
+        urls.append(endpoint.base_url)
+        await done.wait()
