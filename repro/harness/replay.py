@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import orjson
@@ -173,19 +173,24 @@ class Replay:
         for loaded in turns:
             while history.step < loaded.step:
                 if not history.advance():
-                    raise ReproError(
+                    self._refuse(
                         f"Cannot rebuild session {loaded.session_id}: its plan ends before "
                         f"step {loaded.step}, which the load sent; the replay cannot vouch for it."
                     )
             request = chat_body(spec, self.model, self.tools, history.messages)
             body = orjson.dumps(request)
             if body_sha256(body) != loaded.body_sha256:
-                raise ReproError(
+                self._refuse(
                     f"The rebuilt request for session {loaded.session_id} turn {loaded.turn} "
                     f"differs from the one the load sent (sha256 {body_sha256(body)[:12]} vs "
                     f"{loaded.body_sha256[:12]}); the replay cannot vouch for it."
                 )
             await self._turn(client, url, loaded, records, writer, request, body)
+
+    def _refuse(self, message: str) -> NoReturn:
+        """Stop the replay: the reference would not answer the request the load sent."""
+        self.stopped = message
+        raise ReproError(message)
 
     async def _turn(
         self,

@@ -63,8 +63,10 @@ def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
             what = f"interrupted after {covered}"
         elif not d.get("sessions_planned"):
             what = stopped or "nothing to replay"
-        elif stopped:
+        elif stopped.startswith("the auto budget"):
             what = f"a seeded random sample, {covered}, as {stopped}"
+        elif stopped:
+            what = f"stopped after {covered}: {stopped.rstrip('.')}"
         else:
             what = f"a seeded random sample (--replay-sample {d.get('sample')}), {covered}"
         rows.append(SummaryRow("replay", f"{what}, {took}; the rates cover these only", "yellow"))
