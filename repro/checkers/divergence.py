@@ -36,7 +36,7 @@ class ScoredToken:
     token: str
     logprob: float | None
     margin: float | None  # top-1 minus top-2 logprob, when the engine gave two
-    top: tuple[tuple[str, float], ...] = ()
+    top: tuple[tuple[str, float], ...] = ()  # as the engine listed them
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,19 +103,28 @@ class Divergence:
         return f"{what}: {sides}" + (f"; {self.note}" if self.note else "")
 
 
-def scored_tokens(items: Iterable[Any]) -> tuple[ScoredToken, ...]:
-    """OpenAI `logprobs.content` items as ScoredTokens; () when any item is malformed."""
+def scored_tokens(items: Iterable[Any], keep_top: bool = True) -> tuple[ScoredToken, ...]:
+    """OpenAI `logprobs.content` items as ScoredTokens; () when any item is malformed.
+
+    The load runs this on every token of every turn, so it stays lean there: with
+    `keep_top=False` only the top-2 margin is kept (the reference's alternatives are looked
+    up where the answers part; the loaded side's are never needed).
+    """
     tokens = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
-            return ()
-        top = []
-        for alt in item.get("top_logprobs") or ():
-            if isinstance(alt, dict) and isinstance(alt.get("token"), str):
-                top.append((alt["token"], _finite(alt.get("logprob"))))
-        ranked = tuple(sorted(((t, lp) for t, lp in top if lp is not None), key=lambda x: -x[1]))
-        margin = ranked[0][1] - ranked[1][1] if len(ranked) >= 2 else None
-        tokens.append(ScoredToken(item["token"], _finite(item.get("logprob")), margin, ranked))
+    try:
+        for item in items:
+            token = item["token"]
+            if not isinstance(token, str):
+                return ()
+            pairs = [(alt["token"], alt["logprob"]) for alt in item.get("top_logprobs") or ()]
+            top = tuple((t, float(lp)) for t, lp in pairs if _finite(lp) is not None)
+            best = sorted((lp for _, lp in top), reverse=True)[:2]
+            margin = best[0] - best[1] if len(best) == 2 else None
+            tokens.append(
+                ScoredToken(token, _finite(item.get("logprob")), margin, top if keep_top else ())
+            )
+    except (KeyError, TypeError, AttributeError):
+        return ()
     return tuple(tokens)
 
 

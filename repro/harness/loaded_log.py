@@ -47,7 +47,7 @@ class LoadedLog:
     def add(
         self, session_id: int, turn: int, step: int, body: bytes, progress: StreamProgress
     ) -> None:
-        tokens = scored_tokens(progress.logprobs)
+        tokens = scored_tokens(progress.logprobs, keep_top=False)
         line = {
             "session_id": session_id,
             "turn": turn,

@@ -28,12 +28,23 @@ FLIPPED_LEAD = 0.05  # a flipped near-tie leads by this share of its margin
 SPLICED_LOGPROB = -0.02  # the corrupted forward is sure of the bytes it read
 OTHER_MASS = 0.02  # probability left to tokens outside the top two
 # Plausible lower alternatives filling the rest of the top-k.
-FILLERS = (" the", " and", ",", ".", " to", "\n", " of", " a", " is", " in", " it", ":")
+FILLERS = (" the", " and", ",", ".", " to", "\n", " of", " a", " is", " in", " it", ":",
+           " that", " for", " on", " with", " as", " be", " this", " we")  # fmt: skip
 
 
 def unit(key: int, position: int, salt: str) -> float:
     """A uniform draw in [0, 1) fixed by (request key, position, purpose)."""
     return zlib.crc32(f"{key}:{position}:{salt}".encode()) / 2**32
+
+
+def _draws(key: int, position: int) -> tuple[float, float, int]:
+    """Two uniform draws and a hash for one position, from one CRC (this runs per token)."""
+    h = zlib.crc32(b"%d:%d" % (key, position))
+    return (h & 0xFFFF) / 65536, (h >> 16) / 65536, h
+
+
+def _has_letter(token: str) -> bool:
+    return token.lower() != token.upper()
 
 
 def runner_up(token: str) -> str:
@@ -52,10 +63,6 @@ def reasoning_end(tokens: Sequence[str]) -> int:
     return 0
 
 
-def _rounded(value: float) -> float:
-    return round(value, 4)
-
-
 class LogprobModel:
     """Scores for one request's generated tokens, given what its script planned."""
 
@@ -67,41 +74,50 @@ class LogprobModel:
 
     def near_tie(self, position: int) -> bool:
         """A reasoning word piece whose runner-up is nearly as likely as the planned token."""
-        if position >= self._reasoning_end:
-            return False
-        token = self.planned[position]
-        has_letter = any(ch.lower() != ch.upper() for ch in token)
-        return has_letter and unit(self.key, position, "tie") < NEAR_TIE_SHARE
+        return self._near_tie(position, _draws(self.key, position)[0])
+
+    def _near_tie(self, position: int, tie_draw: float) -> bool:
+        return (
+            position < self._reasoning_end
+            and tie_draw < NEAR_TIE_SHARE
+            and _has_letter(self.planned[position])
+        )
 
     def margin_nats(self, position: int) -> float:
         """log p(planned) - log p(runner-up) at this position."""
-        low, high = NEAR_TIE_NATS if self.near_tie(position) else WIDE_NATS
-        return low + (high - low) * unit(self.key, position, "margin")
+        tie_draw, margin_draw, _ = _draws(self.key, position)
+        low, high = NEAR_TIE_NATS if self._near_tie(position, tie_draw) else WIDE_NATS
+        return low + (high - low) * margin_draw
 
     def entry(self, position: int, emitted: str) -> dict[str, Any]:
         """One `logprobs.content` item (OpenAI's shape) for the token emitted here."""
+        tie_draw, margin_draw, h = _draws(self.key, position)
         planned = self.planned[position] if position < len(self.planned) else None
+        near_tie = planned is not None and self._near_tie(position, tie_draw)
+        low, high = NEAR_TIE_NATS if near_tie else WIDE_NATS
+        margin = low + (high - low) * margin_draw
+        # Logprobs in units of 1e-4 nats: integers until the end, so the JSON stays short.
         if emitted == planned:
-            margin = self.margin_nats(position)
-            first = math.log((1 - OTHER_MASS) / (1 + math.exp(-margin)))
-            top = [(emitted, first), (runner_up(emitted), first - margin)]
-        elif planned is not None and emitted == runner_up(planned) and self.near_tie(position):
-            margin = self.margin_nats(position)
-            first = math.log((1 - OTHER_MASS) / (1 + math.exp(-FLIPPED_LEAD * margin)))
-            top = [(emitted, first), (planned, first - FLIPPED_LEAD * margin)]
+            first = int(math.log((1 - OTHER_MASS) / (1 + math.exp(-margin))) * 10_000)
+            top = [(emitted, first), (runner_up(emitted), first - int(margin * 10_000))]
+        elif near_tie and emitted == runner_up(planned):  # type: ignore[arg-type]
+            lead = FLIPPED_LEAD * margin
+            first = int(math.log((1 - OTHER_MASS) / (1 + math.exp(-lead))) * 10_000)
+            top = [(emitted, first), (planned, first - int(lead * 10_000))]
         else:
-            top = [(emitted, SPLICED_LOGPROB), (runner_up(emitted), SPLICED_LOGPROB - 8.0)]
-        taken = {t for t, _ in top}
-        fillers = [f for f in FILLERS if f not in taken]
-        start = zlib.crc32(f"{self.key}:{position}".encode()) % len(fillers)
-        low = top[-1][1]
-        for j in range(max(0, self.top_k - len(top))):
-            top.append((fillers[(start + j) % len(fillers)], low - 1.5 * (j + 1)))
+            first = int(SPLICED_LOGPROB * 10_000)
+            top = [(emitted, first), (runner_up(emitted), first - 80_000)]
+        j = 0
+        while len(top) < self.top_k and j < len(FILLERS):
+            filler = FILLERS[(h + j) % len(FILLERS)]
+            j += 1
+            if filler != top[0][0] and filler != top[1][0]:
+                top.append((filler, top[-1][1] - 15_000))
         return {
             "token": emitted,
-            "logprob": _rounded(top[0][1]),
+            "logprob": first / 10_000,
             "top_logprobs": [
-                {"token": t, "logprob": _rounded(lp)} for t, lp in top[: max(self.top_k, 0)]
+                {"token": t, "logprob": lp / 10_000} for t, lp in top[: max(self.top_k, 0)]
             ],
         }
 
