@@ -37,6 +37,8 @@ RUNS: dict[str, list[str]] = {
     "near-tie-gate": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *FULL],
     "near-tie-gate-parser": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *PARSER, *FULL],
     "auto-story": ["run", *STORY, "--oracle", "divergence"],
+    "validity-drift": ["run", *STORY, "--hicache", "off"],
+    "near-tie-story-gate": ["gate", *STORY, "--knob", "near_tie_flip=on", *FULL],
 }  # fmt: skip
 
 

@@ -78,8 +78,8 @@ class RunSpec(BaseModel):
     replay_sample: str = Field(
         "auto",
         description="sessions the divergence oracle replays, every turn of each: all, a count "
-        "(a seeded random sample), or auto (in random order while the replay has taken less "
-        "than twice the load's wall time)",
+        "(a seeded random sample), or auto (in random order, while at the pace so far each "
+        "would end within twice the load's wall time)",
     )
     reference_urls: tuple[str, ...] = Field(
         (),

@@ -7,8 +7,8 @@ rebuilt from the scenario (scripted history: a pure function of the spec) and mu
 what the load sent, so the reference answers the very same bytes.
 
 One stream at a time is slow (a batch of 80 decodes about as fast as one), so
-`--replay-sample` bounds it: all, N sessions, or auto (sessions keep being taken while the
-replay has run for less than twice the load's wall time). Sampling whole sessions keeps
+`--replay-sample` bounds it: all, N sessions, or auto (sessions are taken while, at the pace
+so far, they would end within twice the load's wall time). Sampling whole sessions keeps
 both the session and the turn rate unbiased; the summary says what was sampled.
 """
 
@@ -82,6 +82,7 @@ class Replay:
         self.wall_s = 0.0
         self.load_wall_s = 0.0
         self._queue: deque[int] = deque()
+        self._turn_s = 0.0  # replay time of the turns done, for the auto budget's pace
         self._clock = RunClock()
 
     def plan(self, loaded: Sequence[LoadedTurn]) -> dict[int, list[LoadedTurn]]:
@@ -147,8 +148,8 @@ class Replay:
         client = ChatClient(url, self._clock, self.spec.stall_after_s * 2, tls=tls)
         try:
             while self._queue:
-                budget = self.counts.budget_s
-                if budget is not None and time.monotonic() - self.counts.started_at_s >= budget:
+                if not self._fits(len(sessions[self._queue[0]])):
+                    budget = self.counts.budget_s
                     self.stopped = f"the auto budget ({budget:.0f} s, twice the load) ran out"
                     return
                 session_id = self._queue.popleft()
@@ -157,6 +158,19 @@ class Replay:
         finally:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
+
+    def _fits(self, turns: int) -> bool:
+        """Auto: would a session of `turns` end within the budget, at the pace so far?
+
+        The first session is always taken; then sessions are taken in order until one would
+        overrun (never skipped for a shorter one, which would bias the sample).
+        """
+        counts = self.counts
+        if counts.budget_s is None or not counts.turns_done:
+            return True
+        elapsed_s = time.monotonic() - counts.started_at_s
+        pace_s = self._turn_s / counts.turns_done
+        return elapsed_s + pace_s * turns <= counts.budget_s
 
     async def _session(
         self,
@@ -227,6 +241,7 @@ class Replay:
         writer.add(turn)
         self.turns[key] = turn
         self.counts.turns_done += 1
+        self._turn_s += replay_s
 
     def info(self) -> dict[str, Any]:
         """How the replay went, for summary.json (the verdicts themselves are per turn)."""

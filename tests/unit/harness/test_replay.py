@@ -104,3 +104,14 @@ def test_the_sample_is_seeded_and_takes_whole_sessions_in_request_order() -> Non
     assert list(Replay(three, SCENARIO, "m", Path("."), []).plan(turns)) == list(whole)[:3]
     other_seed = RunSpec.build(**(SPEC.model_dump() | {"seed": 1}))
     assert list(Replay(other_seed, SCENARIO, "m", Path("."), []).plan(turns)) != list(whole)
+
+
+def test_auto_takes_the_next_session_only_if_it_would_end_within_the_budget() -> None:
+    import time
+
+    replay = Replay(SPEC, SCENARIO, "m", Path("."), [])
+    assert replay._fits(1000)  # no budget: --replay-sample all or N
+    replay.counts.budget_s, replay.counts.started_at_s = 10.0, time.monotonic() - 4.0
+    assert replay._fits(1000)  # no pace yet: the first session is always taken
+    replay.counts.turns_done, replay._turn_s = 4, 4.0  # one second a turn so far
+    assert replay._fits(5) and not replay._fits(7)  # 4 s gone: 5 more end by 9 s, 7 by 11 s
