@@ -98,6 +98,8 @@ async def engine(
 ) -> AsyncIterator[Endpoint]:
     """Yield a live Endpoint for the spec; whatever was launched is torn down on exit."""
     resolved = resolved or resolve(spec)
+    for url in spec.reference_urls:  # a wrong reference fails now, not after a model load
+        await _probe(url)
     if resolved.plan is None:
         assert spec.url is not None
         await _probe(spec.url)
@@ -184,8 +186,6 @@ async def drive(
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
     tls = ssl.create_default_context()  # built once: each session's client reuses it
-    for url in spec.reference_urls:  # a wrong reference fails now, not after the load
-        await _probe(url)
 
     def new_client() -> ChatClient:
         return ChatClient(endpoint.base_url, clock, spec.stall_after_s * 2, tls=tls)
