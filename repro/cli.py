@@ -81,7 +81,7 @@ def _run(
 
 
 @app.command()
-@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def run(
     options: dict[str, Any], out: o.Out = None, dry_run: DryRun = False, as_json: AsJson = False
 ) -> None:
@@ -106,7 +106,7 @@ def run(
 
 
 @app.command()
-@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def gate(
     options: dict[str, Any],
     max_corruption: MaxCorruption = "0",
@@ -138,7 +138,9 @@ def gate(
                 summary = stop.summary
         verdict = decide(summary, threshold)
         if junit is not None:
-            write_junit(junit, summary, gate_records(Path(summary.run_dir)), verdict)
+            write_junit(
+                junit, summary, gate_records(Path(summary.run_dir), summary.oracle), verdict
+            )
         if as_json:
             verdict_doc = {"exit_code": verdict.exit_code, "message": verdict.message}
             console.print_json(data={"verdict": verdict_doc, "summary": summary.to_dict()})

@@ -29,6 +29,7 @@ ENGINE = "Engine"
 # ones, so the panel says where the rest are listed.
 KNOBS = "Knobs: the story's common ones; `repro profile show` lists every knob of a profile"
 SLURM = "Placement on Slurm (docs/slurm.md)"
+ORACLE = "Oracle (how turns are judged)"
 
 
 def _field(name: str) -> Any:
@@ -116,6 +117,32 @@ Nodes = Annotated[int | None, _opt("--nodes", "nodes", SLURM, min=1, show_defaul
 Partition = Annotated[str | None, _opt("--partition", "partition", SLURM, show_default=False)]
 Account = Annotated[str | None, _opt("--account", "account", SLURM, show_default=False)]
 TimeLimit = Annotated[str | None, _opt("--time", "time_limit", SLURM, show_default=False)]
+OracleOpt = Annotated[
+    str | None,
+    _opt("--oracle", "oracle", ORACLE, show_default=False, metavar="validity|divergence|both"),
+]
+History = Annotated[
+    str | None, _opt("--history", "history", ORACLE, show_default=False, metavar="live|scripted")
+]
+ReplaySample = Annotated[
+    str, _opt("--replay-sample", "replay_sample", ORACLE, metavar="all|auto|N")
+]
+ReferenceUrl = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reference-url",
+        help=_field("reference_urls").description + " (repeatable)",
+        rich_help_panel=ORACLE,
+        show_default=False,
+    ),
+]
+ReferenceEngines = Annotated[
+    int, _opt("--reference-engines", "reference_engines", ORACLE, min=0, max=64)
+]
+TopLogprobs = Annotated[int, _opt("--top-logprobs", "top_logprobs", ORACLE, min=0, max=20)]
+NumericalMargin = Annotated[
+    float, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, min=0.0001)
+]
 
 Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
 HiCache = Annotated[str | None, _knob("--hicache", "hicache", "on | off")]
@@ -158,6 +185,8 @@ def build_spec(
     model_path: str | None = None,
     server_args: str | None = None,
     context_max: int | None = None,
+    reference_url: list[str] | None = None,
+    numerical_margin: float | None = None,
     **fields: Any,
 ) -> RunSpec:
     """Options to RunSpec: knob options and --knob merge (an option wins over --knob)."""
@@ -183,6 +212,8 @@ def build_spec(
         settings=chosen,
         server_args=extra,
         context_max_tokens=context_max,
+        reference_urls=tuple(reference_url or ()),
+        numerical_margin_nats=numerical_margin,
         **fields,
     )
 
@@ -200,6 +231,15 @@ LOAD = {
     "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
     "stall_after_s": (StallAfter, default("stall_after_s")),
     "abort_rate": (AbortRate, default("abort_rate")),
+}
+ORACLE_OPTIONS = {
+    "oracle": (OracleOpt, None),
+    "history": (History, None),
+    "replay_sample": (ReplaySample, default("replay_sample")),
+    "reference_url": (ReferenceUrl, None),
+    "reference_engines": (ReferenceEngines, default("reference_engines")),
+    "top_logprobs": (TopLogprobs, default("top_logprobs")),
+    "numerical_margin": (NumericalMargin, default("numerical_margin_nats")),
 }
 KNOB_OPTIONS = {
     "topology": (Topology, None),

@@ -37,6 +37,9 @@ SLURM_OPTIONS = {
     "--time": "time_limit",
 }
 
+Oracle = Literal["validity", "divergence", "both"]
+History = Literal["live", "scripted"]
+
 
 class RunSpec(BaseModel):
     """One configuration driven by one load; every default is written here, once."""
@@ -108,6 +111,49 @@ class RunSpec(BaseModel):
         description="Slurm: the allocation's time limit, in Slurm's format (90, 2:00:00, "
         "1-12:00:00); it also bounds how long a crashed repro's engines can outlive it",
     )
+    oracle: Oracle | None = Field(
+        None,
+        description="how turns are judged: validity (DSML grammar, tool schemas, the scenario's "
+        "semantic oracle), divergence (each turn against the same request replayed alone), or "
+        "both (default: the profile's; validity for models that write DSML)",
+    )
+    history: History | None = Field(
+        None,
+        description="live: the model's answers become the history; scripted: the scenario's "
+        "plan does, whatever the model answers (default: scripted when turns are replayed)",
+    )
+    replay_sample: str = Field(
+        "auto",
+        description="sessions the divergence oracle replays, every turn of each: all, a count "
+        "(a seeded random sample), or auto (in random order, while at the pace so far each "
+        "would end within twice the load's wall time)",
+    )
+    reference_urls: tuple[str, ...] = Field(
+        (),
+        description="replay on these engines (started with the same configuration) instead of "
+        "the run's own engine after the load; one request at a time each",
+    )
+    reference_engines: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="launch this many more engines of the same profile and configuration for "
+        "the replay, one request at a time each (0: the run's own engine after the load)",
+    )
+    top_logprobs: int = Field(
+        5,
+        ge=0,
+        le=20,
+        description="alternatives per token the divergence oracle asks for (0: no logprobs, "
+        "so every divergence counts)",
+    )
+    numerical_margin_nats: float = Field(
+        1.0,
+        gt=0,
+        le=100.0,
+        description="a divergence is numerical (a near-tie flipped, not counted) when the "
+        "reference scored the loaded token within this many nats of its own choice",
+    )
 
     @field_validator("url")
     @classmethod
@@ -138,6 +184,44 @@ class RunSpec(BaseModel):
                 "--url attaches to a running server: there is nothing to place on Slurm"
             )
         return self
+
+    @field_validator("replay_sample")
+    @classmethod
+    def _sample_is_all_auto_or_a_count(cls, sample: str) -> str:
+        sample = sample.strip().lower()
+        if sample in ("all", "auto") or (sample.isdigit() and int(sample) > 0):
+            return sample
+        raise ValueError("must be all, auto or a number of sessions (1 or more)")
+
+    @field_validator("reference_urls")
+    @classmethod
+    def _reference_urls_have_a_scheme(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(cls._url_is_a_base_url(u) or "" for u in urls)
+
+    @model_validator(mode="after")
+    def _replay_needs_a_rebuildable_history(self) -> RunSpec:
+        if self.oracle not in (None, "validity") and self.history == "live":
+            raise ValueError(
+                f"--oracle {self.oracle} replays every request, which needs --history scripted "
+                "(a live history holds the model's own answers, which are not kept)"
+            )
+        if self.reference_urls and self.reference_engines:
+            raise ValueError("give either --reference-url or --reference-engines, not both")
+        return self
+
+    def with_oracle_default(self, default: Oracle) -> RunSpec:
+        """The spec with --oracle and --history settled (the profile gives the oracle's default)."""
+        oracle = self.oracle or default
+        history = self.history or ("live" if oracle == "validity" else "scripted")
+        return RunSpec.build(**(self.model_dump() | {"oracle": oracle, "history": history}))
+
+    @property
+    def judges_validity(self) -> bool:
+        return self.oracle in (None, "validity", "both")
+
+    @property
+    def judges_divergence(self) -> bool:
+        return self.oracle in ("divergence", "both")
 
     @classmethod
     def build(cls, names: Mapping[str, str] | None = None, **fields: object) -> RunSpec:

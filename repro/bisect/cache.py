@@ -23,9 +23,12 @@ from repro.spec import RunSpec
 CACHE_VERSION = 1
 
 # RunSpec fields that cannot change what a session observes: where the engine listens, how
-# long start-up may take, and the profile's path (its content is in the engine identity).
-# The launcher's fields are keyed below, only when they place the engine elsewhere.
-_NOT_IN_KEY = frozenset({"url", "port", "health_timeout_s", "profile", "knobs"})
+# long start-up may take, the profile's path (its content is in the engine identity), and
+# where and on how many engines the divergence oracle's replay runs. The launcher's fields
+# are keyed below, only when they place the engine elsewhere.
+_NOT_IN_KEY = frozenset(
+    {"url", "port", "health_timeout_s", "profile", "knobs", "reference_urls", "reference_engines"}
+)
 _LAUNCH_FIELDS = frozenset({"launcher", "nodes", "partition", "account", "time_limit"})
 
 

@@ -100,7 +100,7 @@ def _split(options: dict[str, Any]) -> tuple[SprtSettings, dict[str, Any]]:
 
 
 @app.command()
-@o.with_options(STATISTICS, o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def flags(
     options: dict[str, Any],
     bad: Annotated[str, typer.Option("--bad", help="the failing configuration, K=V,...")],
@@ -138,7 +138,7 @@ def flags(
 
 
 @app.command()
-@o.with_options(STATISTICS, o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def matrix(
     options: dict[str, Any],
     factor: Annotated[

@@ -36,20 +36,30 @@ def engine_key(spec: RunSpec) -> str:
 def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str:
     """One outcome per session id, counted exactly as RunSummary counts sessions.
 
-    A session counts when it has at least one judged (`ok`) turn, and is corrupted when any
-    judged turn is; one with no judged turn (errors only, or never started) is ERRORED.
+    A session counts when it has at least one judged turn (outcome `ok`, and judged by the
+    run's oracle: with divergence, replayed), and is corrupted when any judged turn is; one
+    with no judged turn (errors only, never started, or not in the replay's sample) is
+    ERRORED: no evidence either way.
     """
+    from repro.harness.replayed import read_replayed
+    from repro.results.oracle_view import with_verdict
     from repro.results.reading import read_turn_table
 
     path = run_dir / "turns.parquet"
     if not path.exists():
         return ERRORED * sessions
-    table = read_turn_table(path, ["session_id", "outcome", "corrupted"]).to_pylist()
+    rows = read_turn_table(path, ["session_id", "turn", "outcome", "corrupted", "judged"])
+    rows = rows.to_pylist()
+    replayed = read_replayed(run_dir)  # the divergence oracle's verdicts, if it ran
     judged: dict[int, bool] = {}
-    for row in table:
-        if row["outcome"] == "ok":
-            sid = row["session_id"]
-            judged[sid] = judged.get(sid, False) or bool(row["corrupted"])
+    for row in rows:
+        if row["outcome"] != "ok":
+            continue
+        sid = row["session_id"]
+        verdict = replayed.get((sid, row.get("turn")))
+        counted, corrupted = with_verdict(row.get("judged", True), row["corrupted"], verdict)
+        if counted:
+            judged[sid] = judged.get(sid, False) or bool(corrupted)
     ids = range(first_session_id, first_session_id + sessions)
     return "".join(
         ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
@@ -123,6 +133,7 @@ class HarnessOracle:
         from repro.harness.run import drive
 
         started_s = time.monotonic()
+        spec = spec.with_oracle_default(self.profile.engine.oracle)
         endpoint = await self._engine_for(spec, wave_dir)
         wave_dir.mkdir(parents=True, exist_ok=True)
         summary = await drive(spec, endpoint, wave_dir, first_session_id=first_session_id)  # type: ignore[arg-type]

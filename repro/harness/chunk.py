@@ -40,6 +40,9 @@ class Choice(msgspec.Struct):
     index: Index = 0
     delta: Delta | None = None
     finish_reason: str | None = None
+    # OpenAI's {"content": [{"token", "logprob", "top_logprobs": [...]}, ...]}, kept as sent:
+    # the divergence oracle reads it leniently (checkers/divergence.scored_tokens).
+    logprobs: Any = None
 
 
 class PromptTokensDetails(msgspec.Struct):

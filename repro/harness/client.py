@@ -68,6 +68,9 @@ class StreamProgress:
     gaps_s: list[float] = field(default_factory=list)
     chunks: int = 0
     done: bool = False
+    # `logprobs.content` items in arrival order, when the request asked for them: every
+    # generated token with its scores, whichever field its text went to.
+    logprobs: list[dict] = field(default_factory=list)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c.name, "".join(c.arguments)) for _, c in sorted(self.calls.items()))
@@ -230,6 +233,9 @@ class ChatClient:
             return
         choice = event.choices[0]
         delta = choice.delta
+        logprobs = choice.logprobs  # asked for by the divergence oracle; kept as sent
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            progress.logprobs += logprobs["content"]
         got_text = False
         if delta is not None:
             if delta.reasoning_content:

@@ -17,11 +17,14 @@ import anyio
 import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
+from repro.harness.chat_body import chat_body
 from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.loaded_log import LoadedLog
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
 from repro.results.store import FLUSH_EVERY_S, RunStore
 from repro.scenarios import Scenario, Session
+from repro.scenarios.scripted import ScriptedHistory, assistant_message
 from repro.spec import RunSpec
 
 MAX_ABORT_RETRIES = 3  # an aborted request is re-sent, as an agent framework would
@@ -60,6 +63,7 @@ class LoadGenerator:
         judge: Judge,
         model: str,
         first_session_id: int = 0,
+        loaded_log: LoadedLog | None = None,
     ) -> None:
         self.spec = spec
         self.scenario = scenario
@@ -71,6 +75,7 @@ class LoadGenerator:
         self.judge = judge
         self.model = model
         self.first_session_id = first_session_id
+        self.loaded_log = loaded_log  # what the divergence oracle's replay needs, per turn
         self.counts = LiveCounts(sessions_total=spec.sessions)
         self._corrupted_sessions: set[int] = set()
 
@@ -127,8 +132,16 @@ class LoadGenerator:
                 await client.aclose()
 
     async def _turns(self, session_id: int, client: ChatClient) -> None:
-        session = self.scenario.session(session_id, self.spec.seed, self.spec.context_max_tokens)
-        messages = session.opening()
+        spec = self.spec
+        if spec.history == "scripted":  # the scenario's plan is the history, whatever comes back
+            plan = ScriptedHistory(
+                self.scenario, session_id, spec.seed, spec.context_max_tokens, spec.thinking
+            )
+            session, messages = plan.session, plan.messages
+        else:
+            plan = None
+            session = self.scenario.session(session_id, spec.seed, spec.context_max_tokens)
+            messages = session.opening()
         aborts_in_a_row = 0
         for turn in range(self.spec.max_turns):
             request = self._request(messages)
@@ -144,12 +157,18 @@ class LoadGenerator:
                 )
             if record.corrupted:
                 self.store.add_failure(record, request, [_defect_dict(d) for d in defects])
+            if self.loaded_log is not None and plan and progress.outcome is TurnOutcome.OK:
+                self.loaded_log.add(session_id, turn, plan.step, body, progress)
             if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
                 aborts_in_a_row += 1
                 continue
             aborts_in_a_row = 0
             if progress.outcome is not TurnOutcome.OK:
                 return
+            if plan is not None:
+                if not plan.advance():  # appends to `messages` (the same list)
+                    return
+                continue
             calls, ids = self._calls(session_id, turn, progress, verdict)
             messages.append(self._assistant_message(progress, calls, ids))
             prompt_tokens = progress.usage.prompt_tokens or 0
@@ -165,17 +184,7 @@ class LoadGenerator:
                 return
 
     def _request(self, messages: list[dict]) -> dict:
-        return {
-            "model": self.model,
-            "messages": messages,
-            "tools": self.tools,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "temperature": 0,
-            "max_tokens": self.spec.max_output_tokens,
-            "chat_template_kwargs": {"thinking": self.spec.thinking},
-            "separate_reasoning": True,
-        }
+        return chat_body(self.spec, self.model, self.tools, messages)
 
     def _abort_point(self, session_id: int, turn: int, attempt: int) -> int | None:
         """Seeded: whether this request is cancelled mid-stream, and after how many chunks."""
@@ -213,7 +222,7 @@ class LoadGenerator:
             self.counts.open_requests -= 1
 
     def _judge(self, session: Session, progress: StreamProgress) -> tuple[Verdict, list[Defect]]:
-        if progress.outcome is not TurnOutcome.OK:
+        if progress.outcome is not TurnOutcome.OK or not self.spec.judges_validity:
             return Verdict(), []
         output = AssistantOutput(
             content="".join(progress.content),
@@ -240,19 +249,7 @@ class LoadGenerator:
         content = "".join(progress.content)
         if calls and not progress.calls:
             content = content.split(DSML_START, 1)[0]  # the calls travel as tool_calls instead
-        message: dict = {"role": "assistant", "content": content}
-        if progress.reasoning:
-            message["reasoning_content"] = "".join(progress.reasoning)
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": i,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c, i in zip(calls, ids, strict=True)
-            ]
-        return message
+        return assistant_message(content, "".join(progress.reasoning), calls, ids)
 
     def _record(
         self,
@@ -295,6 +292,7 @@ class LoadGenerator:
             first_defect=f"{first.kind}@{first.field}:{first.offset}: {first.message}"
             if first
             else "",
+            judged=self.spec.judges_validity,
         )
         self.store.append(record)
         self._count(record)

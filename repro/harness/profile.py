@@ -3,7 +3,8 @@
 A profile is TOML, validated strictly (a misspelled key is an error that names it).
 Its tables:
 
-    [engine]      name, version (the identity trials are cached under), start-up deadline
+    [engine]      name, version (the identity trials are cached under), start-up deadline,
+                  the default oracle (validity, or divergence for a model that writes noise)
     [settings]    named values for {placeholders}; `--set KEY=VALUE` overrides them
     [topologies]  per topology: the roles to start, and the entry role clients talk to
     [roles.R]     per role: command, health path, env, extra named ports, remote prefix
@@ -39,7 +40,7 @@ from repro.errors import UsageError
 from repro.harness.placeholders import placeholders
 from repro.harness.placement import PlacementSpec, check_placements, on_one_node
 from repro.knobs import STORY_DEFAULTS, describe
-from repro.spec import MAX_WAIT_S
+from repro.spec import MAX_WAIT_S, Oracle
 from repro.user_files import TOO_DEEP, read_user_text
 
 SELECTOR_ENGINE = "engine"
@@ -120,6 +121,9 @@ class EngineSpec(_Strict):
     # Deadlines: finite and positive, or a wait could never end (or never begin).
     health_timeout_s: float = Field(120.0, gt=0, le=MAX_WAIT_S)
     stop_timeout_s: float = Field(10.0, gt=0, le=MAX_WAIT_S)
+    # The default --oracle: validity needs a model that writes DSML; an engine serving a
+    # small or dummy model (noise) is judged by divergence from a replay alone.
+    oracle: Oracle = "validity"
 
 
 class Profile(_Strict):

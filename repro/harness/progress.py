@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from repro.harness.loadgen import LiveCounts
+from repro.harness.replay import ReplayCounts, describe_counts
 
 PLAIN_EVERY_S = 10.0
 
@@ -24,6 +25,7 @@ class Progress(AbstractContextManager["Progress"]):
         self.console = console
         self.title = title
         self.counts: LiveCounts | None = None
+        self.replay: ReplayCounts | None = None  # set once the divergence oracle's replay starts
         self._started = time.monotonic()
         self._live: Live | None = None
 
@@ -65,6 +67,8 @@ class Progress(AbstractContextManager["Progress"]):
         return time.monotonic() - self._started
 
     def _line(self) -> str:
+        if self.replay is not None:
+            return describe_counts(self.replay)
         c = self.counts or LiveCounts()
         rate = c.completion_tokens / max(self._elapsed_s(), 1e-9)
         return (
@@ -90,4 +94,6 @@ class Progress(AbstractContextManager["Progress"]):
         table.add_row("errors", f"{c.errors} errors, {c.aborted} aborted on purpose")
         table.add_row("throughput", f"{rate:,.0f} output tokens/s")
         table.add_row("context", f"max prompt {c.max_prompt_tokens:,} tokens")
+        if self.replay is not None:
+            table.add_row("replay", describe_counts(self.replay))
         return table

@@ -35,14 +35,17 @@ from repro.errors import (
 from repro.harness.client import ChatClient, RunClock
 from repro.harness.launcher import Deployment
 from repro.harness.launchers import deploy, plan_for
+from repro.harness.loaded_log import LoadedLog
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.local_role import hurry_all
 from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
+from repro.harness.replay import Replay
 from repro.harness.watchdog import Watchdog
 from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle
 from repro.knobs import STORY_DEFAULTS
+from repro.results.reading import read_turns
 from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
 from repro.scenarios import get_scenario
@@ -121,6 +124,8 @@ async def engine(
     With --launcher slurm, `allocations` keeps the Slurm allocation for the caller's next
     engine (a bisect slot); `status` hears what the launcher waits for (the queue)."""
     resolved = resolved or resolve(spec)
+    for url in spec.reference_urls:  # a wrong reference fails now, not after a model load
+        await _probe(url)
     if resolved.plan is None:
         assert spec.url is not None
         await _probe(spec.url)
@@ -220,16 +225,24 @@ async def drive(
     def new_client() -> ChatClient:
         return ChatClient(endpoint.base_url, watchdog, spec.stall_after_s * 2, tls=tls)
 
+    scenario = get_scenario(spec.scenario)
+    loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None
     generator = LoadGenerator(
         spec,
-        get_scenario(spec.scenario),
+        scenario,
         new_client,
         watchdog,
         store,
         check_turn,
         await _model_name(endpoint.base_url, spec),
         first_session_id,
+        loaded_log,
     )
+    replay = None
+    if loaded_log is not None:
+        replay = Replay(
+            spec, scenario, generator.model, run_dir, lambda: read_turns(store.turns_dir)
+        )
     interrupted, error = False, None
     try:
         async with anyio.create_task_group() as group:
@@ -242,6 +255,11 @@ async def drive(
                 # Sessions end on their first failed turn, so a dead role can end the load
                 # before the watcher's next look: look once more before calling it a run.
                 endpoint.deployment.check()
+            if replay is not None and loaded_log is not None:
+                loaded_log.close()
+                await store.flush()  # the replay reads the load's turns back from disk
+                load_wall_s = time.monotonic() - started
+                await replay.after_load(generator.wedge, endpoint.base_url, progress, load_wall_s)
             group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         interrupted = True
@@ -254,8 +272,11 @@ async def drive(
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         write_error = store.close()  # always: it writes the turns still pending
         error = error or write_error
+        if loaded_log is not None:
+            loaded_log.close()
         summary = _final_summary(
             store,
+            replay,
             config=endpoint.config,
             wall_s=time.monotonic() - started,
             interrupted=interrupted,
@@ -268,6 +289,7 @@ async def drive(
             url=endpoint.base_url,
             started_at=record["started_at"],
             run_dir=str(run_dir),
+            oracle=spec.oracle,
         )
         error = _write_summary(store, summary, error)
     if error is not None:
@@ -283,12 +305,19 @@ def _ended_because(error: ReproError | None) -> str | None:
     return None  # the rest follows from interrupted / wedge / error
 
 
-def _final_summary(store: RunStore, **context: object) -> RunSummary:
-    """The figures of what is on disk, read back from the parts (only the columns they need)."""
+def _final_summary(store: RunStore, replay: Replay | None, **context: object) -> RunSummary:
+    """The figures of what is on disk, read back from the parts (only the columns they need;
+    every turn when the divergence oracle judged them, as its verdicts apply per turn)."""
+    from repro.results.oracle_view import divergence_figures, judged_records
     from repro.results.reading import read_turn_table
     from repro.results.summary import SUMMARY_COLUMNS, summarize_table
 
     try:
+        if replay is not None:
+            records = read_turns(store.turns_dir)
+            judged = judged_records(records, context["oracle"], replay.turns)  # type: ignore[arg-type]
+            figures = divergence_figures(records, replay.turns, replay.info())
+            return summarize(judged, divergence=figures, **context)  # type: ignore[arg-type]
         table = read_turn_table(store.turns_dir, SUMMARY_COLUMNS)
     except UsageError:  # a part the disk mangled: say what ended the run all the same
         return summarize([], **context)  # type: ignore[arg-type]
@@ -413,6 +442,7 @@ async def run_async(
 async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: _Stopping) -> RunSummary:
     progress, work = stopping.progress, stopping.work
     resolved = resolve(spec)
+    spec = spec.with_oracle_default(resolved.profile.engine.oracle)
     run_dir = run_dir or default_run_dir(resolved.config)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(

@@ -60,6 +60,9 @@ class TurnRecord:
     corrupted: bool
     defect_kinds: list[str]
     first_defect: str  # "kind@field:offset: message", empty when clean
+    # False for an ok turn no oracle judged: with only the divergence oracle, every turn
+    # until the replay judges it (divergence.jsonl), and those the replay did not sample.
+    judged: bool = True
 
     @property
     def ttft_s(self) -> float | None:

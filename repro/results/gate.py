@@ -72,6 +72,8 @@ def troubles(summary: RunSummary) -> list[str]:
         found.append(f"{summary.errors} {turns} failed ({summary.error_outcomes})")
     if summary.interrupted:
         found.append("the run was interrupted")
+    if unanswered := summary.divergence.get("errors"):
+        found.append(f"{unanswered} replayed turns got no reference")
     if summary.turns == 0:
         found.append("no turn was judged")
     return found
@@ -88,6 +90,8 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
         f"{summary.turns_corrupted} of {summary.turns} turns corrupted "
         f"({summary.turn_corruption_rate:.2%}) in {summary.sessions_corrupted} {sessions}"
     )
+    if numerical := summary.divergence.get("kinds", {}).get("numerical"):
+        measured += f", {numerical} numerical divergences (near-ties) not counted"
     if summary.interrupted:
         return GateVerdict(
             EXIT_INTERRUPTED, f"INTERRUPTED: {measured} before the interruption.", tuple(found)
@@ -122,16 +126,16 @@ def check_junit_path(path: Path) -> None:
         raise UsageError(f"--junit {path} is not a regular file; give the path of a file to write.")
 
 
-def gate_records(run_dir: Path) -> list[TurnRecord]:
-    """The run's turns, read back from turns.parquet (none when no load ran or it is damaged:
-    the JUnit file is written all the same)."""
-    from repro.results.reading import read_turns
+def gate_records(run_dir: Path, oracle: str = "validity") -> list[TurnRecord]:
+    """The run's turns as its oracle judged them, read back from turns.parquet (none when no
+    load ran or it is damaged: the JUnit file is written all the same)."""
+    from repro.results.reading import judged_view, read_turns
 
     path = run_dir / "turns.parquet"
     if not path.exists():
         return []
     try:
-        return read_turns(path)
+        return judged_view(run_dir, read_turns(path), oracle, None)[0]
     except UsageError:
         return []
 

@@ -63,6 +63,7 @@ def render_html(folder: RunFolder) -> str:
         )
         if summary.defects
         else "<p>none</p>",
+        _numerical(summary.divergence) if summary.oracle != "validity" else "",
         _plot(
             "Corruption vs context length",
             f"Judged turns (outcome ok) by prompt tokens: the corrupted share, its 95% Wilson "
@@ -116,6 +117,29 @@ def _table(
         for cells, tone in zip(rows, itertools.chain(tones, itertools.repeat("")), strict=False)
     )
     return f"<table>{head}{body}</table>"
+
+
+def _numerical(divergence: dict) -> str:
+    """The near-ties the replay saw flip: listed with their margins, never counted."""
+    listed = divergence.get("numerical", [])
+    total = divergence.get("kinds", {}).get("numerical", 0)
+    if not listed:
+        return "<h2>Numerical divergences</h2>\n<p>none</p>"
+
+    def nats(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    rows = (
+        [str(n["session_id"]), str(n["turn"]), str(n["token_offset"]), nats(n["gap_nats"]),
+         nats(n["reference_margin"])]
+        for n in listed
+    )  # fmt: skip
+    return (
+        f"<h2>Numerical divergences</h2>\n<p class='caption'>{len(listed)} of {total}: a token the "
+        "reference scored within the margin of its own choice (a near-tie that flipped), so not "
+        "counted as corruption.</p>\n"
+        + _table(["session", "turn", "token", "gap (nats)", "reference top-2 margin"], rows)
+    )
 
 
 def _corrupted(figures: RunFigures, total: int) -> str:

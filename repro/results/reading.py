@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,7 @@ class _WrittenSpec(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     config: dict[str, str] = Field(default_factory=dict)
+    spec: dict[str, Any] = Field(default_factory=dict)  # the RunSpec as run (its oracle)
     engine: str = ""
     url: str = ""
     started_at: str = ""
@@ -56,6 +57,7 @@ class _WrittenSummary(BaseModel):
     wedge: str | None = None
     error: str | None = None
     ended_because: str | None = None
+    divergence: dict[str, Any] | None = None  # the replay's own figures (sampling, wall time)
     client_pauses: int = Field(0, ge=0)
     client_paused_s: float = Field(0.0, ge=0)
     wall_s: float = Field(0.0, ge=0)
@@ -82,9 +84,12 @@ def read_run(path: Path) -> RunFolder:
                 "its turns every few seconds (or it was killed before the first write)."
             )
         raise UsageError(f"{path} is not a run folder: it needs spec.json and turns.parquet.")
-    records = read_turns(turns)
+    loaded = read_turns(turns)
     spec = _read(spec_file, _WrittenSpec)
-    wall_s = written.wall_s if written else max((r.ended_at_s for r in records), default=0.0)
+    wall_s = written.wall_s if written else max((r.ended_at_s for r in loaded), default=0.0)
+    oracle = spec.spec.get("oracle")
+    divergence_info = written.divergence if written else None
+    records, divergence = judged_view(path, loaded, oracle, divergence_info)
     summary = summarize(
         records,
         config=spec.config,
@@ -100,8 +105,24 @@ def read_run(path: Path) -> RunFolder:
         url=spec.url,
         started_at=spec.started_at,
         run_dir=str(path),
+        oracle=oracle,
+        divergence=divergence,
     )
     return RunFolder(path, records, summary)
+
+
+def judged_view(
+    path: Path, records: list[TurnRecord], oracle: str | None, written: dict | None
+) -> tuple[list[TurnRecord], dict | None]:
+    """The turns as the run's oracle judged them, and the replay's figures recomputed."""
+    from repro.harness.replayed import read_replayed
+    from repro.results.oracle_view import divergence_figures, judged_records
+
+    if oracle in (None, "validity"):
+        return records, None
+    replayed = read_replayed(path)
+    info = written or {}  # summary.json's divergence figures, when it was written
+    return judged_records(records, oracle, replayed), divergence_figures(records, replayed, info)
 
 
 def read_turns(turns: Path) -> list[TurnRecord]:
@@ -125,19 +146,36 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
     if not parts:
         return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
     try:
+        tables = []
         for part in parts:
-            missing = [n for n in wanted if n not in pq.read_schema(part).names]
+            names = pq.read_schema(part).names
+            missing = [n for n in wanted if n not in names and n not in _ADDED_LATER]
             if missing:
                 raise UsageError(
                     f"{turns} is not a turns table written by repro run: it lacks {', '.join(missing)}."
                 )
-        tables = [pq.read_table(part, columns=wanted) for part in parts]
+            table = pq.read_table(part, columns=[n for n in wanted if n in names])
+            for name in wanted:  # a column newer than the run: its default, as the record has
+                if name not in names:
+                    value = pa.array(
+                        [_ADDED_LATER[name]] * table.num_rows, TURN_SCHEMA.field(name).type
+                    )
+                    table = table.append_column(TURN_SCHEMA.field(name), value)
+            tables.append(table.select(wanted))
         return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise UsageError(
             f"{turns} is not a turns table written by repro run, or it is damaged ({reason})."
         ) from None
+
+
+# Columns added after runs were first written, with the value an older run's turns had.
+_ADDED_LATER = {
+    f.name: f.default
+    for f in dataclasses.fields(TurnRecord)
+    if f.default is not dataclasses.MISSING
+}
 
 
 def _is_part(path: Path) -> bool:

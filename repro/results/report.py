@@ -39,6 +39,53 @@ def _ms(values: dict[str, float]) -> str:
     return " / ".join(f"{values[k] * 1000:,.0f}" for k in ("p50", "p90", "p99")) + " ms"
 
 
+def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
+    """What judged the turns, how much the replay covered, and what it found."""
+    d = summary.divergence
+    if summary.oracle == "validity":
+        return []
+    how = {
+        "divergence": "divergence only: each turn against the same request replayed alone",
+        "both": "validity on every turn, and divergence on each replayed turn",
+    }[summary.oracle]
+    rows = [SummaryRow("oracle", f"{how}, on {d.get('reference') or 'no reference'}")]
+    done = d.get("sessions_replayed", 0)
+    sessions, turns = d.get("sessions_with_turns", 0), d.get("turns_with_outcome_ok", 0)
+    covered = f"{done} of {sessions} sessions ({d.get('turns_replayed', 0):,} of {turns:,} turns)"
+    took = f"in {d.get('wall_s', 0):,.0f} s"
+    if d.get("load_wall_s"):
+        took += f" (the load: {d['load_wall_s']:,.0f} s)"
+    stopped = d.get("stopped", "")
+    if not stopped and done >= sessions:
+        rows.append(SummaryRow("replay", f"all {covered}, {took}"))
+    else:
+        if stopped == "interrupted":
+            what = f"interrupted after {covered}"
+        elif not d.get("sessions_planned"):
+            what = stopped or "nothing to replay"
+        elif stopped.startswith("the auto budget"):
+            what = f"a seeded random sample, {covered}, as {stopped}"
+        elif stopped:
+            what = f"stopped after {covered}: {stopped.rstrip('.')}"
+        else:
+            what = f"a seeded random sample (--replay-sample {d.get('sample')}), {covered}"
+        rows.append(SummaryRow("replay", f"{what}, {took}; the rates cover these only", "yellow"))
+    kinds = d.get("kinds", {})
+    found = [
+        f"identical {kinds.get('identical', 0):,}",
+        f"numerical {kinds.get('numerical', 0)} (near-ties within "
+        f"{d.get('numerical_margin_nats', 0):g} nats: not counted)",
+        f"corrupt {kinds.get('corrupt', 0)}",
+    ]
+    if kinds.get("diverged"):
+        found.append(f"diverged without logprobs {kinds['diverged']} (counted)")
+    if d.get("errors"):
+        found.append(f"not answered {d['errors']}")
+    counted = kinds.get("corrupt", 0) + kinds.get("diverged", 0)
+    rows.append(SummaryRow("divergences", ", ".join(found), "red" if counted else ""))
+    return rows
+
+
 def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     """The figures both reports print, worded once so the terminal and the page agree."""
     sessions = wilson(summary.sessions_corrupted, summary.sessions)
@@ -49,6 +96,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         SummaryRow(
             "engine", f"{summary.engine} at {summary.url}" if summary.url else summary.engine
         ),
+        *_oracle_rows(summary),
         SummaryRow("sessions corrupted", f"{sessions}  (95% Wilson interval)", colour),
         SummaryRow("turns corrupted", str(turns), colour),
     ]
@@ -76,7 +124,8 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         SummaryRow("end-to-end p50/p90/p99", _ms(latency.get("e2e", {}))),
         SummaryRow(
             "throughput",
-            f"{summary.output_tokens_per_s:,.0f} output tokens/s over {summary.wall_s:,.0f} s",
+            f"{summary.output_tokens_per_s:,.0f} output tokens/s over "
+            f"{summary.divergence.get('load_wall_s') or summary.wall_s:,.0f} s",
         ),
     ]
     if summary.client_was_slow:

@@ -1,8 +1,8 @@
 """The numbers behind the HTML report's plots: corruption by context length and by concurrency,
 latency percentiles by context length, and the run's timeline, all from the turn records.
 
-Rates cover judged turns (outcome `ok`) and use the same Wilson interval as the summary;
-concurrency counts every turn, whatever its outcome, because each one held a request open.
+Rates cover judged turns (outcome `ok`, judged by the run's oracle) and use the same Wilson
+interval as the summary; concurrency counts every turn, whatever its outcome, because each one held a request open.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def turns_frame(records: Sequence[TurnRecord]) -> pd.DataFrame:
         {
             "outcome": column("outcome", "object"),
             "corrupted": column("corrupted", "bool"),
+            "judged": column("judged", "bool"),
             "sent_at_s": column("sent_at_s", "float64"),
             "first_token_at_s": column("first_token_at_s", "float64"),
             "ended_at_s": column("ended_at_s", "float64"),
@@ -154,7 +155,7 @@ def run_figures(records: Sequence[TurnRecord], max_bins: int = MAX_BINS) -> RunF
     import numpy as np
 
     frame = turns_frame(records)
-    judged = frame[frame.outcome == TurnOutcome.OK]
+    judged = frame[(frame.outcome == TurnOutcome.OK) & frame.judged]
     sized = judged[judged.prompt_tokens.notna()]
     tokens = sized.prompt_tokens.to_numpy()
     sent, ended = frame.sent_at_s.to_numpy(), frame.ended_at_s.to_numpy()

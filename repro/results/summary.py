@@ -1,6 +1,7 @@
 """RunSummary: the figures of one run, computed from its turn records or from turns.parquet.
 
-Rates are over judged turns (outcome `ok`) and over sessions with at least one judged turn;
+Rates are over judged turns (outcome `ok` and judged by the run's oracle: see
+oracle_view.py) and over sessions with at least one judged turn;
 each comes with its 95% Wilson interval, so 0 of n still says how high the rate could be.
 The figures are computed column-wise (pandas), so a finished run's summary is read back from
 its parts with only the columns it needs: no turn record is held in memory for it.
@@ -37,6 +38,7 @@ SUMMARY_COLUMNS = (
     "ended_at_s",
     "gaps_s",
     "defect_kinds",
+    "judged",
 )
 # Why a run ended, as summary.json says in `ended_because`.
 ENDED = ("completed", "interrupted", "wedged", "error", "write_failed")
@@ -80,6 +82,8 @@ class RunSummary:
     url: str = ""
     started_at: str = ""
     run_dir: str = ""
+    oracle: str = "validity"
+    divergence: dict[str, Any] = field(default_factory=dict)  # the replay: oracle_view.py
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -151,6 +155,8 @@ def summarize_frame(
     url: str = "",
     started_at: str = "",
     run_dir: str = "",
+    oracle: str | None = None,
+    divergence: dict[str, Any] | None = None,
 ) -> RunSummary:
     """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
     import numpy as np
@@ -158,8 +164,9 @@ def summarize_frame(
     numbers = ("prompt_tokens", "completion_tokens", "scheduled_at_s", "sent_at_s")
     numbers += ("first_token_at_s", "ended_at_s")
     # None (no value) becomes NaN whatever the source; an empty run has object columns.
-    turns = turns.astype({c: "float64" for c in numbers} | {"corrupted": bool})
-    judged = turns[turns["outcome"] == TurnOutcome.OK]
+    turns = turns.astype({c: "float64" for c in numbers} | {"corrupted": bool, "judged": bool})
+    ok = turns[turns["outcome"] == TurnOutcome.OK]
+    judged = ok[ok["judged"]]  # with the divergence oracle, only what the replay judged
     by_session = judged.groupby("session_id")["corrupted"].any()
     sessions, sessions_corrupted = len(by_session), int(by_session.sum())
     turns_judged, turns_corrupted = len(judged), int(judged["corrupted"].sum())
@@ -169,9 +176,10 @@ def summarize_frame(
     session_rate = wilson(sessions_corrupted, sessions)
     turn_rate = wilson(turns_corrupted, turns_judged)
     completion = int(turns["completion_tokens"].fillna(0).sum())
+    load_s = (divergence or {}).get("load_wall_s") or wall_s  # the replay produces no load
     lags = turns["sent_at_s"] - turns["scheduled_at_s"]
     lag_p99 = percentiles(lags).get("p99", 0.0)
-    gaps = [np.asarray(g, dtype="float64") for g in judged["gaps_s"]]
+    gaps = [np.asarray(g, dtype="float64") for g in ok["gaps_s"]]
     return RunSummary(
         sessions=sessions,
         sessions_corrupted=sessions_corrupted,
@@ -194,12 +202,12 @@ def summarize_frame(
         outcomes=dict(sorted(outcomes.items())),
         defects=dict(Counter(k for kinds in judged["defect_kinds"] for k in kinds).most_common()),
         latency_s={
-            "ttft": percentiles(judged["first_token_at_s"] - judged["sent_at_s"]),
-            "e2e": percentiles(judged["ended_at_s"] - judged["sent_at_s"]),
+            "ttft": percentiles(ok["first_token_at_s"] - ok["sent_at_s"]),
+            "e2e": percentiles(ok["ended_at_s"] - ok["sent_at_s"]),
             "itl": percentiles(np.concatenate(gaps) if gaps else []),
         },
         completion_tokens=completion,
-        output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
+        output_tokens_per_s=round(completion / load_s, 1) if load_s > 0 else 0.0,
         send_lag_p99_s=round(lag_p99, 4),
         client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S,
         wedge=wedge,
@@ -211,6 +219,8 @@ def summarize_frame(
         url=url,
         started_at=started_at,
         run_dir=run_dir,
+        oracle=oracle or "validity",
+        divergence=divergence or {},
     )
 
 

@@ -102,6 +102,11 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--drift-fix", action="store_true", help="remove the long-context attention drift"
     )
+    p.add_argument(
+        "--near-tie-flip",
+        action="store_true",
+        help="test switch: batched decode flips near-tied tokens (not batch-invariant)",
+    )
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--enable-custom-kernels", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
@@ -177,6 +182,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         index_k_gate=args.index_k_gate,
         abort_fix=args.abort_fix,
         drift_fix=args.drift_fix,
+        near_tie_flip=args.near_tie_flip,
         cuda_graph=not args.disable_cuda_graph,
         custom_kernels=args.enable_custom_kernels,
         topk_v2=_env_flag("SGLANG_OPT_USE_TOPK_V2", True),

@@ -27,6 +27,7 @@ class EngineConfig:
     index_k_gate: Literal["buggy", "fixed"] = "buggy"
     abort_fix: bool = False
     drift_fix: bool = False
+    near_tie_flip: bool = False
     cuda_graph: bool = True
     custom_kernels: bool = False
     topk_v2: bool = True

@@ -17,8 +17,10 @@ from repro.sim.config import EngineConfig
 from repro.sim.faults import DRIFT_MIN_CONTEXT_TOKENS as DRIFT_CONTEXT_TOKENS
 from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
 from repro.sim.generation import Generation
+from repro.sim.logprobs import LogprobModel
 from repro.sim.metrics import EngineMetrics
 from repro.sim.model import encode_turn, plan_turn
+from repro.sim.near_tie import NearTieFlip
 from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
 from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
@@ -47,8 +49,14 @@ class Engine:
             else PrefixCache(config.device_cache_tokens, config.hicache)
         )
         self.cache = cache
+        self.near_tie = NearTieFlip(config.stream_interval_tokens)
         self.scheduler = Scheduler(
-            config, self.cost, cache, self.metrics, on_prefill=self._on_prefill
+            config,
+            self.cost,
+            cache,
+            self.metrics,
+            on_prefill=self._on_prefill,
+            on_decode=self.near_tie.on_decode if config.near_tie_flip else None,
         )
         self.race = IndexKRace(config)
         self.pool = SlotPool(size=512)
@@ -112,6 +120,8 @@ class Engine:
             req.rid, prompt, split_tokens(completion), room=req.bootstrap_room, key=key
         )
         gen.max_tokens = req.max_tokens
+        # Scored against the plan, copied before any fault touches the tokens.
+        scores = LogprobModel(key, gen.tokens, req.top_logprobs) if req.logprobs else None
         if self.config.role == "decode" and req.bootstrap_room is not None:
             error = await self._receive_kv(req, gen)
             if error is not None:
@@ -128,6 +138,7 @@ class Engine:
             and req.thinking
             and req.separate_reasoning,
             tool_names=req.tool_names if self.config.tool_call_parser else None,
+            scores=scores,
         )
         if req.stream:
             return StreamingResponse(

@@ -28,6 +28,8 @@ class ChatRequest:
     bootstrap_host: str | None
     bootstrap_port: int | None
     bootstrap_room: int | None
+    logprobs: bool = False
+    top_logprobs: int = 0
 
     @classmethod
     def from_body(cls, body: bytes) -> ChatRequest:
@@ -46,6 +48,7 @@ class ChatRequest:
         max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise BadRequest("'max_tokens' must be a positive integer.")
+        logprobs, top_logprobs = _logprobs(data)
         kwargs = data.get("chat_template_kwargs") or {}
         stream_options = data.get("stream_options") or {}
         room = data.get("bootstrap_room")
@@ -64,8 +67,28 @@ class ChatRequest:
             bootstrap_host=data.get("bootstrap_host"),
             bootstrap_port=int(port) if port is not None else None,
             bootstrap_room=int(room) if room is not None else None,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
         )
 
     @property
     def tool_names(self) -> frozenset[str]:
         return frozenset(t.get("function", {}).get("name", "") for t in self.tools)
+
+
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit
+
+
+def _logprobs(data: dict[str, Any]) -> tuple[bool, int]:
+    """`logprobs` and `top_logprobs` as OpenAI checks them (top_logprobs needs logprobs)."""
+    wanted = data.get("logprobs") or False
+    top = data.get("top_logprobs")
+    if not isinstance(wanted, bool):
+        raise BadRequest("'logprobs' must be a boolean.")
+    if top is None:
+        return wanted, 0
+    if not isinstance(top, int) or isinstance(top, bool) or not 0 <= top <= MAX_TOP_LOGPROBS:
+        raise BadRequest(f"'top_logprobs' must be an integer from 0 to {MAX_TOP_LOGPROBS}.")
+    if top and not wanted:
+        raise BadRequest("'top_logprobs' needs 'logprobs' set to true.")
+    return wanted, top

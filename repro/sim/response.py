@@ -4,7 +4,9 @@ A `TurnRenderer` turns the token pieces the scheduler emits into what SGLang wou
 text before `</think>` as `reasoning_content` (reasoning parser on, thinking on,
 separate_reasoning not false), tool calls parsed by the DSML detector (tool-call parser
 on) as `tool_calls` deltas (id, type and name first, then argument fragments), raw text
-otherwise; EOS is the stop token and never text.
+otherwise; EOS is the stop token and never text. With a `LogprobModel` (the request asked
+for `logprobs`), every chunk also carries its tokens' `logprobs.content`, whichever field
+their text went to (a chunk of tokens the tool parser still holds back has an empty delta).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import orjson
 
 from repro.checkers.dsml.markers import EOS, THINK_CLOSE
 from repro.sim.detector import DsmlDetector, Parsed, ParsedCall
+from repro.sim.logprobs import LogprobModel
 
 DONE = b"data: [DONE]\n\n"
 EOS_TOKEN_ID = 1
@@ -41,6 +44,7 @@ class TurnRenderer:
         *,
         split_reasoning: bool,
         tool_names: frozenset[str] | None,
+        scores: LogprobModel | None = None,
     ) -> None:
         self._rid = rid
         self._model = model
@@ -52,6 +56,10 @@ class TurnRenderer:
         self.content_parts: list[str] = []
         self.calls: list[ParsedCall] = []
         self.raw_parts: list[str] = []
+        self._scores = scores
+        self._position = 0  # index of the next generated token
+        self._pending_logprobs: list[dict[str, Any]] = []
+        self.logprobs: list[dict[str, Any]] = []
 
     def call_id(self, index: int) -> str:
         return f"{self._call_prefix}{index:02d}"
@@ -60,6 +68,11 @@ class TurnRenderer:
         """Reasoning text, content text and completed calls for these tokens."""
         reasoning: list[str] = []
         content: list[str] = []
+        if self._scores is not None:
+            scored = self._scores.entries(self._position, tokens)
+            self._pending_logprobs += scored
+            self.logprobs += scored
+        self._position += len(tokens)
         for token in tokens:
             self.raw_parts.append(token)
             if token == EOS:
@@ -94,7 +107,12 @@ class TurnRenderer:
 
     # --- streaming -------------------------------------------------------------------
 
-    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    def chunk(
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
+        logprobs: list[dict[str, Any]] | None = None,
+    ) -> bytes:
         matched = EOS_TOKEN_ID if finish_reason in ("stop", "tool_calls") else None
         return sse(
             {
@@ -106,7 +124,7 @@ class TurnRenderer:
                     {
                         "index": 0,
                         "delta": delta,
-                        "logprobs": None,
+                        "logprobs": {"content": logprobs} if logprobs else None,
                         "finish_reason": finish_reason,
                         "matched_stop": matched,
                     }
@@ -119,12 +137,16 @@ class TurnRenderer:
         self, reasoning: str, content: str, calls: tuple[ParsedCall, ...]
     ) -> list[bytes]:
         events: list[bytes] = []
+        # The tokens' logprobs ride on the first event; alone when no text is released yet.
+        logprobs, self._pending_logprobs = self._pending_logprobs, []
         if reasoning:
-            events.append(
-                self.chunk({"role": None, "content": None, "reasoning_content": reasoning})
-            )
+            delta = {"role": None, "content": None, "reasoning_content": reasoning}
+            events.append(self.chunk(delta, logprobs=logprobs))
+            logprobs = []
         if content:
-            events.append(self.chunk({"role": None, "content": content, "reasoning_content": None}))
+            delta = {"role": None, "content": content, "reasoning_content": None}
+            events.append(self.chunk(delta, logprobs=logprobs))
+            logprobs = []
         for call in calls:
             head = {"id": self.call_id(call.index), "index": call.index, "type": "function"}
             head["function"] = {"name": call.name, "arguments": ""}
@@ -133,6 +155,8 @@ class TurnRenderer:
                 fragment = call.arguments[i : i + ARGUMENT_FRAGMENT_CHARS]
                 item = {"index": call.index, "function": {"arguments": fragment}}
                 events.append(self.chunk({"role": None, "content": None, "tool_calls": [item]}))
+        if logprobs:
+            events.insert(0, self.chunk({}, logprobs=logprobs))
         return events
 
     def usage_event(self, usage: dict[str, Any]) -> bytes:
@@ -176,7 +200,7 @@ class TurnRenderer:
                     {
                         "index": 0,
                         "message": message,
-                        "logprobs": None,
+                        "logprobs": {"content": self.logprobs} if self._scores else None,
                         "finish_reason": finish_reason,
                         "matched_stop": matched,
                     }

@@ -38,6 +38,7 @@ def server_info(engine: Engine) -> dict[str, Any]:
         "index_k_gate": c.index_k_gate,
         "abort_fix": c.abort_fix,
         "drift_fix": c.drift_fix,
+        "near_tie_flip": c.near_tie_flip,
         "disable_cuda_graph": not c.cuda_graph,
         "enable_custom_kernels": c.custom_kernels,
         "topk_v2": c.topk_v2,

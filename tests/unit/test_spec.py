@@ -75,3 +75,37 @@ def test_a_url_that_can_be_used_is_kept_as_its_base() -> None:
         RunSpec.build(url="https://gpu-7.internal:8000/v1x").url
         == "https://gpu-7.internal:8000/v1x"
     )
+
+
+def test_the_oracle_default_comes_from_the_profile_and_settles_the_history() -> None:
+    assert RunSpec.build().with_oracle_default("validity").history == "live"
+    replayed = RunSpec.build().with_oracle_default("divergence")
+    assert (replayed.oracle, replayed.history) == ("divergence", "scripted")
+    assert replayed.judges_divergence and not replayed.judges_validity
+    both = RunSpec.build(oracle="both").with_oracle_default("validity")
+    assert both.judges_validity and both.judges_divergence and both.history == "scripted"
+    chosen = RunSpec.build(oracle="validity", history="scripted").with_oracle_default("divergence")
+    assert (chosen.oracle, chosen.history) == ("validity", "scripted")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"oracle": "divergence", "history": "live"}, "needs --history scripted"),
+        ({"replay_sample": "0"}, "Invalid replay-sample: must be all, auto or a number"),
+        ({"reference_urls": ("127.0.0.1:1",)}, "Invalid reference-urls: must start with http://"),
+        ({"reference_urls": ("http://a",), "reference_engines": 2}, "not both"),
+        ({"top_logprobs": 21}, "Invalid top-logprobs"),
+    ],
+)
+def test_bad_oracle_settings_are_one_sentence(fields: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        RunSpec.build(**fields)
+    # A live history is refused too when the divergence oracle comes from the profile.
+    with pytest.raises(UsageError, match="needs --history scripted"):
+        RunSpec.build(history="live").with_oracle_default("divergence")
+
+
+def test_the_sample_is_normalised() -> None:
+    assert RunSpec.build(replay_sample=" ALL ").replay_sample == "all"
+    assert RunSpec.build(replay_sample="12").replay_sample == "12"

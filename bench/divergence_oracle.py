@@ -1,0 +1,106 @@
+"""Issue 12's acceptance runs for the divergence oracle, as a table for bench/RESULTS.md.
+
+Each row is one exact `repro` command; its figures come from the run's summary.json. The
+machine is shared, so the 1-minute load average is printed beside each run. Full replays use
+`--reference-engines 8` (eight more embedded engines, one replayed request at a time each);
+`auto-*` rows use the defaults (the run's own engine, --replay-sample auto).
+
+    python bench/divergence_oracle.py [--only NAME ...] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+FULL = ["--oracle", "divergence", "--replay-sample", "all", "--reference-engines", "8"]
+STORY = ["--sessions", "80", "--index-k", "bf16"]
+PARSER = ["--knob", "tool_parser=on"]
+RUNS: dict[str, list[str]] = {
+    "validity-story": ["run", *STORY],
+    "divergence-story": ["run", *STORY, *FULL],
+    "validity-story-parser": ["run", *STORY, *PARSER],
+    "divergence-story-parser": ["run", *STORY, *PARSER, *FULL],
+    "divergence-drift": ["run", *STORY, "--hicache", "off", *FULL],
+    "divergence-drift-parser": ["run", *STORY, "--hicache", "off", *PARSER, *FULL],
+    "divergence-fp8": ["run", "--sessions", "80", "--index-k", "fp8", *FULL],
+    "divergence-gate-fixed": ["run", *STORY, "--knob", "index_k_gate=fixed", *FULL],
+    "divergence-drift-fix": ["run", *STORY, "--hicache", "off", "--knob", "drift_fix=on", *FULL],
+    "divergence-fp8-parser": ["run", "--sessions", "80", "--index-k", "fp8", *PARSER, *FULL],
+    "divergence-gate-fixed-parser": ["run", *STORY, "--knob", "index_k_gate=fixed", *PARSER, *FULL],
+    "divergence-drift-fix-parser": ["run", *STORY, "--hicache", "off", "--knob", "drift_fix=on", *PARSER, *FULL],
+    "near-tie-gate": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *FULL],
+    "near-tie-gate-parser": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *PARSER, *FULL],
+    "auto-story": ["run", *STORY, "--oracle", "divergence"],
+    "validity-drift": ["run", *STORY, "--hicache", "off"],
+    "near-tie-story-gate": ["gate", *STORY, "--knob", "near_tie_flip=on", *FULL],
+}  # fmt: skip
+
+
+def run(name: str, args: list[str], out: Path) -> dict:
+    folder = out / name
+    started = time.monotonic()
+    done = subprocess.run(["repro", *args, "--out", str(folder)], capture_output=True, text=True)
+    wall_s = time.monotonic() - started
+    summary = (
+        json.loads((folder / "summary.json").read_text())
+        if (folder / "summary.json").exists()
+        else {}
+    )
+    return {"name": name, "command": "repro " + shlex.join(args), "exit": done.returncode,
+            "command_wall_s": wall_s, "load_1m": os.getloadavg()[0], **summary}  # fmt: skip
+
+
+def row(r: dict) -> str:
+    d = r.get("divergence") or {}
+    kinds = d.get("kinds") or {}
+    rate = r.get("session_corruption_rate")
+    ci = r.get("session_corruption_ci") or (0, 0)
+    sessions = (
+        "n/a"
+        if rate is None
+        else f"{r['sessions_corrupted']}/{r['sessions']} = {rate:.1%} [{ci[0]:.1%}, {ci[1]:.1%}]"
+    )
+    found = (
+        f"identical {kinds.get('identical', 0)}, numerical {kinds.get('numerical', 0)}, "
+        f"corrupt {kinds.get('corrupt', 0)}, diverged {kinds.get('diverged', 0)}"
+        if d
+        else ", ".join(f"{k} {v}" for k, v in sorted((r.get("defects") or {}).items()))
+    )
+    replay = (
+        f"{d.get('sessions_replayed')}/{d.get('sessions_with_turns')} sessions, "
+        f"{d.get('turns_replayed')} turns, {d.get('wall_s', 0):.0f} s"
+        if d
+        else "-"
+    )
+    load = d.get("load_wall_s") or r.get("wall_s", 0)
+    return (f"| `{r['command']}` | {r['exit']} | {sessions} | {r.get('turns_corrupted', 'n/a')}/{r.get('turns', 'n/a')} | "
+            f"{found} | {replay} | {load:.0f} s | {r.get('max_prompt_tokens', 'n/a')} | {r['load_1m']:.1f} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument(
+        "--out", type=Path, default=Path("/tmp/repro-divergence") / time.strftime("%H%M%S")
+    )
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    print("| command | exit | sessions corrupted [95% CI] | turns corrupted | verdicts (or defects) "
+          "| replay | load wall | max prompt | load |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, run_args in RUNS.items():
+        if args.only and name not in args.only:
+            continue
+        result = run(name, run_args, args.out)
+        (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
+        print(row(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
