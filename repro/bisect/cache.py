@@ -30,11 +30,19 @@ _NOT_IN_KEY = frozenset(
     {"url", "port", "health_timeout_s", "profile", "knobs", "reference_urls", "reference_engines"}
 )
 _LAUNCH_FIELDS = frozenset({"launcher", "nodes", "partition", "account", "time_limit"})
+# The oracle's settings are keyed only when one differs from its default, so trials measured
+# before the divergence oracle existed (all at their defaults) keep their keys.
+_ORACLE_FIELDS = frozenset(
+    {"oracle", "history", "replay_sample", "top_logprobs", "numerical_margin_nats"}
+)
 
 
 def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) -> dict[str, object]:
     """What a trial's outcome depends on; any RunSpec field not listed above is included."""
-    client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY | _LAUNCH_FIELDS))
+    defaults = {
+        name for name in _ORACLE_FIELDS if getattr(spec, name) == RunSpec.model_fields[name].default
+    }
+    client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY | _LAUNCH_FIELDS) | defaults)
     key: dict[str, object] = {
         "version": CACHE_VERSION,
         "engine": engine_identity,

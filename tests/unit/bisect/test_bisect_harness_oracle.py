@@ -20,6 +20,7 @@ def write_turns(run_dir, rows):
     columns = {
         k: [r[i] for r in rows] for i, k in enumerate(("session_id", "outcome", "corrupted"))
     }
+    columns["turn"] = list(range(len(rows)))
     pq.write_table(pa.table(columns), run_dir / "turns.parquet")
 
 
