@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from repro.results.reading import read_turn_table
 from tests.e2e.conftest import engine_processes, repro
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("slurm_cluster")]
@@ -67,9 +68,10 @@ def engines_not_srun(out: Path) -> list[int]:
 
 
 def start_run(out: Path) -> subprocess.Popen[str]:
-    # Long sessions on a fast engine clock: busy within seconds, far from done when signalled.
+    # Long sessions: busy within seconds, and far from done when signalled (about 40 s of
+    # load on an idle machine; every test ends it after its first turns are on disk).
     argv = [sys.executable, "-m", "repro", "run", "--launcher", "slurm", "--sessions", "12",
-            "--context-max", "40000", "--set", "time_scale=0.1", "--out", str(out)]  # fmt: skip
+            "--context-max", "80000", "--out", str(out)]  # fmt: skip
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -78,7 +80,7 @@ def start_run(out: Path) -> subprocess.Popen[str]:
 def wait_for_turns(out: Path, at_least: int, timeout_s: float = 90) -> None:
     deadline = time.monotonic() + timeout_s
     path = out / "turns.parquet"
-    while not (path.exists() and pq.read_metadata(path).num_rows >= at_least):
+    while not (path.exists() and read_turn_table(path).num_rows >= at_least):
         assert time.monotonic() < deadline, f"fewer than {at_least} turns in {timeout_s} s"
         time.sleep(0.2)
 
@@ -161,8 +163,8 @@ def test_sigkill_of_repro_leaves_nothing_within_the_bound(tmp_path: Path) -> Non
 
 
 def test_preflight_checks_the_slurm_side_before_submitting(tmp_path: Path) -> None:
-    def last_job() -> str:
-        return slurm("squeue", "--noheader", "--states=all", "--format=%i").split()
+    def last_job() -> set[str]:  # every job Slurm still knows of, in no particular order
+        return set(slurm("squeue", "--noheader", "--states=all", "--format=%i").split())
 
     before = last_job()
     ok = repro("preflight", "--launcher", "slurm", "--topology", "pd")
