@@ -136,6 +136,7 @@ ReferenceUrl = Annotated[
         show_default=False,
     ),
 ]
+OPTION_OF["reference_urls"] = "--reference-url"
 ReferenceEngines = Annotated[
     int, _opt("--reference-engines", "reference_engines", ORACLE, min=0, max=64)
 ]

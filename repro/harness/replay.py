@@ -34,6 +34,7 @@ from repro.harness.client import ChatClient, RunClock, StreamProgress
 from repro.harness.loaded_log import LoadedTurn, read_loaded, server_calls_json
 from repro.harness.replayed import ReplayedTurn, ReplayWriter
 from repro.harness.turn import TurnOutcome, TurnRecord
+from repro.harness.watchdog import Watchdog, running_watchdog
 from repro.scenarios import Scenario
 from repro.scenarios.scripted import ScriptedHistory
 from repro.spec import RunSpec
@@ -128,9 +129,13 @@ class Replay:
         records = {(r.session_id, r.turn): r for r in self.read_records()}
         tls = ssl.create_default_context()
         try:
-            async with anyio.create_task_group() as workers:
+            # The watchdog enforces each request's deadline and idle limit, in repro's awake time.
+            async with (
+                running_watchdog(self._clock) as watchdog,
+                anyio.create_task_group() as workers,
+            ):
                 for url in urls:
-                    workers.start_soon(self._worker, url, sessions, records, writer, tls)
+                    workers.start_soon(self._worker, url, sessions, records, writer, watchdog, tls)
         finally:
             writer.close()
             self.wall_s = time.monotonic() - counts.started_at_s
@@ -143,9 +148,10 @@ class Replay:
         sessions: dict[int, list[LoadedTurn]],
         records: dict[tuple[int, int], TurnRecord],
         writer: ReplayWriter,
+        watchdog: Watchdog,
         tls: ssl.SSLContext,
     ) -> None:
-        client = ChatClient(url, self._clock, self.spec.stall_after_s * 2, tls=tls)
+        client = ChatClient(url, watchdog, self.spec.stall_after_s * 2, tls=tls)
         try:
             while self._queue:
                 if not self._fits(len(sessions[self._queue[0]])):

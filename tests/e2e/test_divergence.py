@@ -151,7 +151,7 @@ def test_ctrl_c_during_the_replay_keeps_every_verdict_so_far(tmp_path: Path) -> 
     ("args", "message"),
     [
         (["--oracle", "divergence", "--history", "live"], "needs --history scripted"),
-        (["--replay-sample", "some"], "Invalid replay-sample: must be all, auto or a number"),
+        (["--replay-sample", "some"], "Invalid --replay-sample: must be all, auto or a number"),
         (
             ["--oracle", "divergence", "--reference-url", "http://127.0.0.1:9"],
             "Cannot reach http://127.0.0.1:9",
