@@ -84,6 +84,8 @@ class Stats:
     tokens: int = 0
     requests: int = 0
     request_bytes: int = 0
+    steps: int = 0  # paced: intervals between decode steps, and their sum (the real pace)
+    steps_s: float = 0.0
 
 
 class Server:
@@ -93,6 +95,7 @@ class Server:
         self.stats = Stats()
         self.open_streams: dict[Connection, int] = {}  # connection -> tokens sent so far
         self._ticking = False
+        self._last_step_at: float | None = None
         self.configure(tokens, pace_ms)
 
     def configure(self, tokens: int, pace_ms: float) -> None:
@@ -116,6 +119,11 @@ class Server:
 
     def _tick(self, due: float) -> None:
         """One decode step: the next token to every open stream, the end to those done."""
+        loop = asyncio.get_running_loop()
+        if self._last_step_at is not None:  # an interval between two steps of one busy spell
+            self.stats.steps += 1
+            self.stats.steps_s += loop.time() - self._last_step_at
+        self._last_step_at = loop.time()
         for conn, sent in list(self.open_streams.items()):
             if sent + 1 >= self.tokens:
                 del self.open_streams[conn]
@@ -125,9 +133,8 @@ class Server:
                 self.open_streams[conn] = sent + 1
                 conn.write(self.events[sent])
         if not self.open_streams:
-            self._ticking = False
+            self._ticking, self._last_step_at = False, None
             return
-        loop = asyncio.get_running_loop()
         # Keep to the schedule, but never fire a backlog of steps in a burst.
         due = max(due + self.pace_s, loop.time())
         loop.call_at(due, self._tick, due)
