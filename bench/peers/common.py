@@ -33,6 +33,8 @@ def stream_server() -> Iterator[tuple[str, subprocess.Popen]]:
     finally:
         server.terminate()
         server.wait(10)
+        if server.stdout:
+            server.stdout.close()
 
 
 def control(url: str, path: str, body: dict | None = None) -> dict:

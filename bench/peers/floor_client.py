@@ -60,14 +60,18 @@ class Connection(asyncio.Protocol):
 
 
 def request_bytes(host: str, port: int, body_bytes: int) -> bytes:
-    filler = "x" * max(body_bytes - 120, 1)
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": filler}],
-                       "stream": True, "max_tokens": 2048}).encode()  # fmt: skip
+    """A chat request whose JSON body is `body_bytes` long (the prompt pads it)."""
+
+    def body(prompt: str) -> bytes:
+        return json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt}],
+                           "stream": True, "max_tokens": 2048}).encode()  # fmt: skip
+
+    filled = body("x" * max(body_bytes - len(body("")), 0))
     head = (
         f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(filled)}\r\n\r\n"
     )
-    return head.encode() + body
+    return head.encode() + filled
 
 
 async def run(url: str, streams: int, concurrency: int, body_bytes: int) -> tuple[int, int]:
