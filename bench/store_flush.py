@@ -33,7 +33,8 @@ def turn(i: int) -> TurnRecord:
         completion_tokens=120, cached_tokens=None, finish_reason="tool_calls",
         content=f"turn {i} " + "x" * 1000, reasoning="thinking " * 120,
         tool_calls='[{"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}]', n_calls=1,
-        chunks=61, gaps_s=[0.02] * 60, request_bytes=300_000, corrupted=False, defect_kinds=[],
+        chunks=61, gap_count=60, gap_mean_s=0.02, gap_max_s=0.02, gap_buckets=[229],
+        gap_bucket_counts=[60], request_bytes=300_000, corrupted=False, defect_kinds=[],
         first_defect="",
     )  # fmt: skip
 

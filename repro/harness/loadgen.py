@@ -266,6 +266,8 @@ class LoadGenerator:
         usage = progress.usage
         calls = verdict.calls or progress.tool_calls()
         first = defects[0] if defects else None
+        gaps = progress.gaps
+        gap_buckets, gap_bucket_counts = gaps.bucket_columns()
         record = TurnRecord(
             session_id=session_id,
             turn=turn,
@@ -288,7 +290,11 @@ class LoadGenerator:
             ),
             n_calls=len(calls),
             chunks=progress.chunks,
-            gaps_s=progress.gaps_s,
+            gap_count=gaps.count,
+            gap_mean_s=gaps.mean_s,
+            gap_max_s=gaps.max_s if gaps.count else None,
+            gap_buckets=gap_buckets,
+            gap_bucket_counts=gap_bucket_counts,
             request_bytes=request_bytes,
             corrupted=bool(defects),
             defect_kinds=sorted({d.kind for d in defects}),

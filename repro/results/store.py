@@ -50,7 +50,7 @@ _ARROW_TYPES = {
     "int | None": pa.int64(),
     "float | None": pa.float64(),
     "str | None": pa.string(),
-    "list[float]": pa.list_(pa.float64()),
+    "list[int]": pa.list_(pa.int32()),
     "list[str]": pa.list_(pa.string()),
 }
 # Built from TurnRecord's annotations (strings under postponed evaluation), so the two cannot drift.

@@ -35,7 +35,9 @@ SUMMARY_COLUMNS = (
     "sent_at_s",
     "first_token_at_s",
     "ended_at_s",
-    "gaps_s",
+    "gap_max_s",
+    "gap_buckets",
+    "gap_bucket_counts",
     "defect_kinds",
 )
 # Why a run ended, as summary.json says in `ended_because`.
@@ -153,7 +155,6 @@ def summarize_frame(
     run_dir: str = "",
 ) -> RunSummary:
     """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
-    import numpy as np
 
     numbers = ("prompt_tokens", "completion_tokens", "scheduled_at_s", "sent_at_s")
     numbers += ("first_token_at_s", "ended_at_s")
@@ -171,7 +172,7 @@ def summarize_frame(
     completion = int(turns["completion_tokens"].fillna(0).sum())
     lags = turns["sent_at_s"] - turns["scheduled_at_s"]
     lag_p99 = percentiles(lags).get("p99", 0.0)
-    gaps = [np.asarray(g, dtype="float64") for g in judged["gaps_s"]]
+    itl = _pooled_gaps(judged)
     return RunSummary(
         sessions=sessions,
         sessions_corrupted=sessions_corrupted,
@@ -196,7 +197,7 @@ def summarize_frame(
         latency_s={
             "ttft": percentiles(judged["first_token_at_s"] - judged["sent_at_s"]),
             "e2e": percentiles(judged["ended_at_s"] - judged["sent_at_s"]),
-            "itl": percentiles(np.concatenate(gaps) if gaps else []),
+            "itl": itl,
         },
         completion_tokens=completion,
         output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
@@ -212,6 +213,19 @@ def summarize_frame(
         started_at=started_at,
         run_dir=run_dir,
     )
+
+
+def _pooled_gaps(judged: pd.DataFrame) -> dict[str, float]:
+    """Inter-token gap percentiles over every judged turn, from the turns' histograms."""
+    import numpy as np
+
+    from repro.harness.gap_stats import percentiles_of
+
+    if judged.empty:
+        return {}
+    buckets = np.concatenate([np.asarray(b, dtype="int64") for b in judged["gap_buckets"]])
+    counts = np.concatenate([np.asarray(c, dtype="int64") for c in judged["gap_bucket_counts"]])
+    return percentiles_of(buckets, counts, float(judged["gap_max_s"].astype("float64").max()))
 
 
 def _ended_because(interrupted: bool, wedge: str | None, error: str | None) -> str:

@@ -1,4 +1,4 @@
-"""The streaming client against scripted SSE bodies (httpx.MockTransport): outcomes and fields."""
+"""The streaming client against scripted SSE bodies served on 127.0.0.1: outcomes and fields."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 from collections.abc import AsyncIterator
 
 import anyio
-import httpx
 import pytest
 
 from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome
 from repro.harness.watchdog import running_watchdog
+from tests.unit.harness.scripted_server import scripted_server
 
 pytestmark = pytest.mark.anyio
 
@@ -66,14 +66,8 @@ GOOD = sse(
 async def call(
     body: bytes | AsyncIterator[bytes], status: int = 200, idle_timeout_s: float = 5, **kwargs
 ) -> StreamProgress:
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/v1/chat/completions"
-        return httpx.Response(status, content=body, headers={"content-type": "text/event-stream"})
-
-    async with running_watchdog() as watchdog:
-        client = ChatClient(
-            "http://engine", watchdog, idle_timeout_s, transport=httpx.MockTransport(handler)
-        )
+    async with scripted_server([(status, body)]) as url, running_watchdog() as watchdog:
+        client = ChatClient(url, watchdog, idle_timeout_s)
         progress = StreamProgress(scheduled_at_s=watchdog.clock.now())
         try:
             await client.stream_chat(
@@ -96,7 +90,7 @@ async def test_a_complete_stream_is_assembled() -> None:
     assert progress.call_ids() == ("call_a", "call_b")
     assert progress.finish_reason == "tool_calls"
     assert progress.usage.prompt_tokens == 1200 and progress.usage.completion_tokens == 42
-    assert progress.chunks == 7 and len(progress.gaps_s) == 6
+    assert progress.chunks == 7 and progress.gaps.count == 6
     assert (
         progress.sent_at_s
         <= progress.first_token_at_s
