@@ -211,6 +211,9 @@ class ChatClient:
         # A kept-alive connection the server has just closed fails before any answer: that
         # request never reached it, so it goes once more on a fresh connection.
         for attempt in (0, 1):
+            # Sent from the client's side: what follows (connecting, the answer) is the
+            # network's and the server's time, part of TTFT, never of repro's own send lag.
+            progress.sent_at_s = self.clock.now()
             reused = self._connection is not None and not self._connection.closed
             connection = self._connection if reused else await self._connect(progress)
             if connection is None:

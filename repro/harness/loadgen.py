@@ -18,6 +18,7 @@ import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
 from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.loop_probe import LoopProbe
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
 from repro.results.store import FLUSH_EVERY_S, RunStore
@@ -72,6 +73,7 @@ class LoadGenerator:
         self.model = model
         self.first_session_id = first_session_id
         self.counts = LiveCounts(sessions_total=spec.sessions)
+        self.probe = LoopProbe(self.clock, on_window=store.add_client_load)
         self._corrupted_sessions: set[int] = set()
 
     @property
@@ -85,13 +87,15 @@ class LoadGenerator:
         async with anyio.create_task_group() as outer:
             outer.start_soon(self._watch, outer.cancel_scope)
             outer.start_soon(self._flush_every, FLUSH_EVERY_S)
+            outer.start_soon(self.probe.run)
             async with anyio.create_task_group() as sessions:
                 for i in range(self.spec.sessions):
                     await slots.acquire()  # released when the session ends
-                    sessions.start_soon(
-                        self._session, self.first_session_id + i, self._start_delay(i), slots
-                    )
+                    # Due now (or after its ramp-up delay): a late start is the client's lag.
+                    due_s = self.clock.now() + self._start_delay(i)
+                    sessions.start_soon(self._session, self.first_session_id + i, due_s, slots)
             outer.cancel_scope.cancel()
+        self.probe.end_window()
 
     def _start_delay(self, index: int) -> float:
         concurrency = self.spec.effective_concurrency()
@@ -106,34 +110,36 @@ class LoadGenerator:
             await anyio.sleep(period_s)
             await self.store.flush()
 
-    async def _session(self, session_id: int, delay_s: float, slot: anyio.Semaphore) -> None:
+    async def _session(self, session_id: int, due_s: float, slot: anyio.Semaphore) -> None:
         try:
-            await anyio.sleep(delay_s)
+            await anyio.sleep(max(due_s - self.clock.now(), 0.0))
             self.counts.sessions_active += 1
             try:
-                await self._converse(session_id)
+                await self._converse(session_id, due_s)
             finally:
                 self.counts.sessions_active -= 1
                 self.counts.sessions_done += 1
         finally:
             slot.release()
 
-    async def _converse(self, session_id: int) -> None:
+    async def _converse(self, session_id: int, due_s: float) -> None:
         client = self.new_client()
         try:
-            await self._turns(session_id, client)
+            await self._turns(session_id, client, due_s)
         finally:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
-    async def _turns(self, session_id: int, client: ChatClient) -> None:
+    async def _turns(self, session_id: int, client: ChatClient, due_s: float) -> None:
+        """The session's turns, each due the moment the one before ended (an agent waits for
+        nothing else): send lag is everything repro did, or waited for, in between."""
         session = self.scenario.session(session_id, self.spec.seed, self.spec.context_max_tokens)
         messages = session.opening()
         aborts_in_a_row = 0
         for turn in range(self.spec.max_turns):
             request = self._request(messages)
             body = orjson.dumps(request)
-            progress = StreamProgress(scheduled_at_s=self.clock.now())
+            progress = StreamProgress(scheduled_at_s=due_s)
             abort_after = self._abort_point(session_id, turn, aborts_in_a_row)
             await self._send(client, session_id, turn, body, progress, abort_after)
             verdict, defects = self._judge(session, progress)
@@ -143,7 +149,9 @@ class LoadGenerator:
                     session_id, turn, progress.error, progress.bad_event, progress.bad_event_chars
                 )
             if record.corrupted:
-                self.store.add_failure(record, request, [_defect_dict(d) for d in defects])
+                calls = _call_dicts(verdict.calls or progress.tool_calls())
+                self.store.add_failure(record, request, [_defect_dict(d) for d in defects], calls)
+            due_s = progress.ended_at_s
             if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
                 aborts_in_a_row += 1
                 continue
@@ -285,9 +293,7 @@ class LoadGenerator:
             finish_reason=progress.finish_reason,
             content="".join(progress.content),
             reasoning="".join(progress.reasoning),
-            tool_calls=json.dumps(
-                [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False
-            ),
+            tool_calls=json.dumps(_call_dicts(calls), ensure_ascii=False),
             n_calls=len(calls),
             chunks=progress.chunks,
             gap_count=gaps.count,
@@ -320,6 +326,10 @@ class LoadGenerator:
             counts.errors += 1
         counts.completion_tokens += record.completion_tokens or 0
         counts.max_prompt_tokens = max(counts.max_prompt_tokens, record.prompt_tokens or 0)
+
+
+def _call_dicts(calls: Sequence[ToolCall]) -> list[dict[str, str]]:
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 def _defect_dict(defect: Defect) -> dict:

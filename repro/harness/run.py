@@ -23,7 +23,7 @@ import httpx
 
 from repro import __version__
 from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, StoreError, UsageError
-from repro.harness.client import ChatClient, RunClock
+from repro.harness.client import ChatClient, RunClock, max_turn_bytes
 from repro.harness.launcher import Deployment, kill_leftover_groups, launch
 from repro.harness.loadgen import LoadGenerator
 from repro.harness.plan import LaunchPlan, build_plan
@@ -186,8 +186,16 @@ async def drive(
     watchdog = Watchdog(clock, spec.stall_after_s)
     tls = ssl.create_default_context()  # built once: each session's client reuses it
 
+    response_cap = max_turn_bytes(spec.max_output_tokens)
+
     def new_client() -> ChatClient:
-        return ChatClient(endpoint.base_url, watchdog, spec.stall_after_s * 2, tls=tls)
+        return ChatClient(
+            endpoint.base_url,
+            watchdog,
+            spec.stall_after_s * 2,
+            tls=tls,
+            max_response_bytes=response_cap,
+        )
 
     generator = LoadGenerator(
         spec,
@@ -222,6 +230,7 @@ async def drive(
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         error = error or store.close()
+        client = generator.probe.figures()
         summary = _final_summary(
             store,
             config=endpoint.config,
@@ -232,6 +241,12 @@ async def drive(
             ended_because=_ended_because(error),
             client_pauses=watchdog.pauses,
             client_paused_s=watchdog.paused_s,
+            client_loop_lag_s={
+                "p50": round(client.lag_p50_s, 4),
+                "p99": round(client.lag_p99_s, 4),
+                "max": round(client.lag_max_s, 4),
+            },
+            client_cpu_share=client.cpu_share,
             engine=endpoint.engine,
             url=endpoint.base_url,
             started_at=record["started_at"],

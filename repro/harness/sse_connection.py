@@ -70,7 +70,6 @@ class SseConnection(asyncio.Protocol):
         self.reusable = False
         self._done = done = asyncio.get_running_loop().create_future()
         self._live = True
-        progress.sent_at_s = time.perf_counter() - self._t0
         assert self.transport is not None
         self.transport.writelines(request)
         return done

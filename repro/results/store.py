@@ -7,6 +7,7 @@ turns.parquet/        one row per turn, as a dataset folder: every few seconds t
                       table at any moment (pyarrow, pandas, repro.results.reading)
 failures.jsonl        each corrupted turn's full request and raw output, flushed per line
 protocol_errors.jsonl each event that broke the chat-completion protocol, as received
+client_load.jsonl     every 5 s, repro's own event-loop lag and CPU share (per worker process)
 logs/                 engine logs per role (the launcher writes them)
 summary.json          written at the end, on every way out, with `ended_because`
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import time
@@ -37,6 +37,7 @@ from repro.harness.turn import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"
+CLIENT_LOAD = "client_load.jsonl"
 WRITE_TRIES = 3
 RETRY_AFTER_S = (0.5, 1.0)  # waits between the tries: a disk that frees up soon is waited for
 RESERVE_BYTES = 64 * 1024  # room kept for summary.json; a summary is a few kB
@@ -154,6 +155,7 @@ class RunStore:
         self._pending: list[TurnRecord] = []
         self._failures = retried(run_dir / "failures.jsonl", lambda: JsonLines(self.failures_path))
         self._protocol_errors = JsonLines(run_dir / "protocol_errors.jsonl", create=False)
+        self._client_load = JsonLines(run_dir / CLIENT_LOAD, create=False)
         self._reserve()
 
     @property
@@ -194,9 +196,14 @@ class RunStore:
         self._pending.append(record)
 
     def add_failure(
-        self, record: TurnRecord, request: dict[str, Any], defects: list[dict[str, Any]]
+        self,
+        record: TurnRecord,
+        request: dict[str, Any],
+        defects: list[dict[str, Any]],
+        tool_calls: list[dict[str, str]],
     ) -> None:
-        """One line per corrupted turn: the full request, the raw output and every defect."""
+        """One line per corrupted turn: the full request, the raw output and every defect
+        (`tool_calls` as the record holds them in JSON, given as objects: never parsed back)."""
         self._failures.append(
             {
                 "session_id": record.session_id,
@@ -205,12 +212,16 @@ class RunStore:
                 "output": {
                     "content": record.content,
                     "reasoning": record.reasoning,
-                    "tool_calls": json.loads(record.tool_calls),
+                    "tool_calls": tool_calls,
                     "finish_reason": record.finish_reason,
                 },
                 "request": request,
             }
         )
+
+    def add_client_load(self, window: dict[str, Any]) -> None:
+        """One window of the client's own loop lag and CPU share (harness.loop_probe)."""
+        self._client_load.append(window)
 
     def add_protocol_error(
         self, session_id: int, turn: int, error: str, event: str, event_chars: int
@@ -242,6 +253,7 @@ class RunStore:
                 self._write_rows(rows)
         self._failures.close()
         self._protocol_errors.close()
+        self._client_load.close()
         return self.write_error
 
     def _take_pending(self) -> list[TurnRecord]:

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-SLOW_CLIENT_LAG_S = 0.25  # p99 send lag above this means repro itself was the bottleneck
+# repro itself was the bottleneck when either passes its bound: the p99 delay between a turn
+# being due and being sent, or the p99 lateness of its event loop (harness.loop_probe), which
+# every timing it takes then includes.
+SLOW_CLIENT_LAG_S = 0.25
+SATURATED_LOOP_LAG_S = 0.05
 # The columns the figures need; the rest of a turn (its text) is never read for a summary.
 SUMMARY_COLUMNS = (
     "session_id",
@@ -73,6 +77,9 @@ class RunSummary:
     output_tokens_per_s: float = 0.0
     send_lag_p99_s: float = 0.0
     client_was_slow: bool = False
+    client_loop_lag_s: dict[str, float] = field(default_factory=dict)  # p50, p99, max
+    client_cpu_share: float = 0.0  # CPU seconds per wall second, summed over worker processes
+    client_workers: int = 1
     wedge: str | None = None
     error: str | None = None
     ended_because: str = "completed"  # one of ENDED; `error` or `wedge` says more
@@ -149,6 +156,9 @@ def summarize_frame(
     ended_because: str | None = None,
     client_pauses: int = 0,
     client_paused_s: float = 0.0,
+    client_loop_lag_s: dict[str, float] | None = None,
+    client_cpu_share: float = 0.0,
+    client_workers: int = 1,
     engine: str = "",
     url: str = "",
     started_at: str = "",
@@ -172,6 +182,7 @@ def summarize_frame(
     completion = int(turns["completion_tokens"].fillna(0).sum())
     lags = turns["sent_at_s"] - turns["scheduled_at_s"]
     lag_p99 = percentiles(lags).get("p99", 0.0)
+    loop_lag = dict(client_loop_lag_s or {})
     itl = _pooled_gaps(judged)
     return RunSummary(
         sessions=sessions,
@@ -202,7 +213,11 @@ def summarize_frame(
         completion_tokens=completion,
         output_tokens_per_s=round(completion / wall_s, 1) if wall_s > 0 else 0.0,
         send_lag_p99_s=round(lag_p99, 4),
-        client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S,
+        client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S
+        or loop_lag.get("p99", 0.0) > SATURATED_LOOP_LAG_S,
+        client_loop_lag_s=loop_lag,
+        client_cpu_share=round(client_cpu_share, 3),
+        client_workers=client_workers,
         wedge=wedge,
         error=error,
         ended_because=ended_because or _ended_because(interrupted, wedge, error),

@@ -130,10 +130,11 @@ def test_protocol_errors_file_appears_only_when_one_happens(tmp_path: Path) -> N
 def test_failures_are_on_disk_before_close(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     bad = record(corrupted=True, content="<|DSML|function_calls>")
-    store.add_failure(
-        bad, {"messages": [{"role": "user", "content": "hi"}]}, [{"kind": "malformed_markup"}]
-    )
+    calls = [{"name": "read_file", "arguments": "{}"}]
+    request = {"messages": [{"role": "user", "content": "hi"}]}
+    store.add_failure(bad, request, [{"kind": "malformed_markup"}], calls)
     line = json.loads((tmp_path / "failures.jsonl").read_text())
+    assert line["output"]["tool_calls"] == calls
     assert line["request"]["messages"][0]["content"] == "hi"
     assert line["output"]["content"] == "<|DSML|function_calls>"
     assert line["defects"] == [{"kind": "malformed_markup"}]
