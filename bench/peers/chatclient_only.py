@@ -18,7 +18,8 @@ import sys
 import anyio
 import orjson
 
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.watchdog import Watchdog, running_watchdog
 from repro.scenarios import get_scenario
 
 
@@ -34,23 +35,23 @@ def first_turn_body(session_id: int) -> bytes:
 
 
 async def run(url: str, streams: int, concurrency: int) -> tuple[int, int]:
-    clock, tls = RunClock(), ssl.create_default_context()
+    tls = ssl.create_default_context()
     left, done, chunks = streams, 0, 0
 
-    async def session() -> None:
+    async def session(watchdog: Watchdog) -> None:
         nonlocal left, done, chunks
-        client = ChatClient(url, clock, read_timeout_s=60, tls=tls)
+        client = ChatClient(url, watchdog, 60, tls=tls)
         while left > 0:
             left -= 1
-            progress = StreamProgress(scheduled_at_s=clock.now())
+            progress = StreamProgress(scheduled_at_s=watchdog.clock.now())
             await client.stream_chat(first_turn_body(left), progress, deadline_s=120)
             if progress.done:
                 done, chunks = done + 1, chunks + progress.chunks
         await client.aclose()
 
-    async with anyio.create_task_group() as group:
+    async with running_watchdog() as watchdog, anyio.create_task_group() as group:
         for _ in range(min(concurrency, streams)):
-            group.start_soon(session)
+            group.start_soon(session, watchdog)
     return done, chunks
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from repro.checkers import AssistantOutput, check_turn
-from repro.harness.client import ChatClient, RunClock, StreamProgress
+from repro.harness.client import ChatClient, StreamProgress
+from repro.harness.watchdog import running_watchdog
 from repro.scenarios import get_scenario
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
@@ -44,13 +45,14 @@ def test_the_floor_client_counts_every_event_the_server_sends(server_url, pace_m
 @pytest.mark.anyio
 async def test_repro_reads_a_paced_stream_whole_with_its_usage(server_url):
     control(server_url, "/bench/config", {"tokens": 20, "pace_ms": 1})
-    client = ChatClient(server_url, RunClock(), read_timeout_s=10)
-    progress = StreamProgress(scheduled_at_s=0.0)
-    await client.stream_chat(b'{"stream": true}', progress, deadline_s=10)
-    await client.aclose()
-    assert progress.done and progress.chunks == 20
+    async with running_watchdog() as watchdog:
+        client = ChatClient(server_url, watchdog, 10)
+        progress = StreamProgress(scheduled_at_s=0.0)
+        await client.stream_chat(b'{"stream": true}', progress, deadline_s=10)
+        await client.aclose()
+    assert progress.done and progress.chunks == 20 and progress.gaps.count == 19
     assert "".join(progress.content) == "".join(token_texts(20))
-    assert progress.usage["completion_tokens"] == 20 and progress.finish_reason == "length"
+    assert progress.usage.completion_tokens == 20 and progress.finish_reason == "length"
 
 
 def test_a_long_stream_is_a_clean_answer_to_repros_checker():
