@@ -138,17 +138,16 @@ class SseConnection(asyncio.Protocol):
                 f"the response passed {self._max_bytes:,} bytes; repro stopped reading it",
             )
             return
-        if not self._head_done and self._received > MAX_HEAD_BYTES:
-            self._stop(
-                TurnOutcome.PROTOCOL_ERROR,
-                f"the response headers passed {MAX_HEAD_BYTES:,} bytes without ending",
-            )
-            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             if self._live:
                 self._stop(TurnOutcome.TRANSPORT_ERROR, f"malformed HTTP response: {exc}")
+        if not self._head_done and self._received > MAX_HEAD_BYTES and self._live:
+            self._stop(
+                TurnOutcome.PROTOCOL_ERROR,
+                f"the response headers passed {MAX_HEAD_BYTES:,} bytes without ending",
+            )
         if self._tokens:  # timing once per read: the events of one read arrived together
             progress.tokens_arrived(self._tokens, now)
             self._tokens = 0

@@ -22,11 +22,13 @@ class Scripted:
     content_type: str = "text/event-stream"
 
     handlers: set[asyncio.Task] = field(default_factory=set)
+    connections: int = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.handlers.add(task)
+        self.connections += 1
         try:
             await self._answer(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
