@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -14,6 +15,7 @@ from repro.errors import UsageError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
+SESSIONS_PER_WORKER = 250  # what one event loop holds at 5 ms per token (bench/RESULTS.md)
 MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small
 DEFAULT_PROFILES = {"sim": PROFILES_DIR / "sim.toml", "sglang": PROFILES_DIR / "sglang-0.5.23.toml"}
 
@@ -53,6 +55,13 @@ class RunSpec(BaseModel):
         description="max_tokens per request: the most tokens one assistant turn may generate",
     )
     ramp_up_s: float = Field(2.0, ge=0, description="seconds over which sessions start")
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="client processes the sessions are shared over, one event loop each "
+        f"(default: one per {SESSIONS_PER_WORKER} sessions in flight, at most one per CPU)",
+    )
     turn_timeout_s: float = Field(180.0, gt=0, description="deadline for one whole turn")
     stall_after_s: float = Field(30.0, gt=0, description="no token anywhere for this long = wedge")
     abort_rate: float = Field(0.0, ge=0, le=1, description="share of requests cancelled mid-stream")
@@ -88,6 +97,15 @@ class RunSpec(BaseModel):
 
     def effective_concurrency(self) -> int:
         return min(self.concurrency or self.sessions, self.sessions)
+
+    def effective_workers(self) -> int:
+        """--workers, else what the load needs: one worker per SESSIONS_PER_WORKER sessions in
+        flight, at most one per CPU this process may use; never more than sessions in flight."""
+        if self.workers is not None:
+            return min(self.workers, self.effective_concurrency())
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        needed = -(-self.effective_concurrency() // SESSIONS_PER_WORKER)
+        return max(1, min(needed, cpus or 1))
 
 
 def usage_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> UsageError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -256,3 +257,17 @@ class ChatClient:
             progress.fail(TurnOutcome.TRANSPORT_ERROR, f"ConnectError: {exc}")
             return None
         return connection
+
+
+def client_factory(
+    base_url: str, watchdog: Watchdog, *, idle_timeout_s: float, max_output_tokens: int
+) -> Callable[[], ChatClient]:
+    """New session clients for one run: one TLS context for all, the response byte cap from
+    max_tokens (`max_turn_bytes`)."""
+    tls = ssl.create_default_context()  # built once: each session's client reuses it
+    cap = max_turn_bytes(max_output_tokens)
+
+    def new_client() -> ChatClient:
+        return ChatClient(base_url, watchdog, idle_timeout_s, tls=tls, max_response_bytes=cap)
+
+    return new_client

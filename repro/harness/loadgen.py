@@ -18,7 +18,7 @@ import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
 from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.loop_probe import LoopProbe
+from repro.harness.loop_probe import ClientLoad, LoopProbe
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
 from repro.results.store import FLUSH_EVERY_S, RunStore
@@ -50,6 +50,19 @@ class LiveCounts:
 Judge = Callable[[AssistantOutput, Sequence[dict]], Verdict]
 
 
+@dataclass(frozen=True, slots=True)
+class Share:
+    """The sessions one load generator runs (ids, in start order) and how many at once."""
+
+    session_ids: range
+    concurrency: int
+
+    @classmethod
+    def whole(cls, spec: RunSpec, first_session_id: int = 0) -> Share:
+        ids = range(first_session_id, first_session_id + spec.sessions)
+        return cls(ids, spec.effective_concurrency())
+
+
 class LoadGenerator:
     def __init__(
         self,
@@ -60,7 +73,7 @@ class LoadGenerator:
         store: RunStore,
         judge: Judge,
         model: str,
-        first_session_id: int = 0,
+        share: Share,
     ) -> None:
         self.spec = spec
         self.scenario = scenario
@@ -71,34 +84,82 @@ class LoadGenerator:
         self.store = store
         self.judge = judge
         self.model = model
-        self.first_session_id = first_session_id
-        self.counts = LiveCounts(sessions_total=spec.sessions)
+        self.share = share
+        self.counts = LiveCounts(sessions_total=len(share.session_ids))
         self.probe = LoopProbe(self.clock, on_window=store.add_client_load)
         self._corrupted_sessions: set[int] = set()
+        self._scope: anyio.CancelScope | None = None
+
+    @classmethod
+    def for_endpoint(
+        cls,
+        spec: RunSpec,
+        base_url: str,
+        watchdog: Watchdog,
+        store: RunStore,
+        model: str,
+        share: Share,
+    ) -> LoadGenerator:
+        """The load against one endpoint, every turn judged by the checkers."""
+        from repro.checkers import check_turn
+        from repro.harness.client import client_factory
+        from repro.scenarios import get_scenario
+
+        new_client = client_factory(
+            base_url,
+            watchdog,
+            idle_timeout_s=spec.stall_after_s * 2,
+            max_output_tokens=spec.max_output_tokens,
+        )
+        scenario = get_scenario(spec.scenario)
+        return cls(spec, scenario, new_client, watchdog, store, check_turn, model, share)
 
     @property
     def wedge(self) -> str | None:
         return self.watchdog.wedge
 
+    @property
+    def pauses(self) -> int:
+        return self.watchdog.pauses
+
+    @property
+    def paused_s(self) -> float:
+        return self.watchdog.paused_s
+
+    def client_load(self) -> ClientLoad:
+        return self.probe.figures()
+
     async def run(self) -> None:
         """Run every session; returns early (self.wedge set) if the engine stops making progress;
         raises StoreError if the run folder cannot be written."""
-        slots = anyio.Semaphore(self.spec.effective_concurrency())
+        # The first verdict compiles the tools' schemas and loads the checkers: done here, not
+        # inside the first turn, where it would hold the loop (and every timing) for a while.
+        self.judge(AssistantOutput(finish_reason="stop"), self.tools)
+        slots = anyio.Semaphore(self.share.concurrency)
         async with anyio.create_task_group() as outer:
+            self._scope = outer.cancel_scope
             outer.start_soon(self._watch, outer.cancel_scope)
             outer.start_soon(self._flush_every, FLUSH_EVERY_S)
             outer.start_soon(self.probe.run)
             async with anyio.create_task_group() as sessions:
-                for i in range(self.spec.sessions):
+                for i, session_id in enumerate(self.share.session_ids):
                     await slots.acquire()  # released when the session ends
                     # Due now (or after its ramp-up delay): a late start is the client's lag.
                     due_s = self.clock.now() + self._start_delay(i)
-                    sessions.start_soon(self._session, self.first_session_id + i, due_s, slots)
+                    sessions.start_soon(self._session, session_id, due_s, slots)
             outer.cancel_scope.cancel()
         self.probe.end_window()
 
+    def stop(self, wedge: str | None = None) -> None:
+        """End the load now (from outside: another process decided); with `wedge`, the turns
+        in flight are recorded as stalled by it, else as cancelled."""
+        if wedge is not None and self.watchdog.wedge is None:
+            self.watchdog.wedge = wedge
+        if self._scope is not None:
+            self._scope.cancel()
+
     def _start_delay(self, index: int) -> float:
-        concurrency = self.spec.effective_concurrency()
+        concurrency = self.share.concurrency
         return self.spec.ramp_up_s * index / concurrency if index < concurrency else 0.0
 
     async def _watch(self, scope: anyio.CancelScope) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import ssl
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -23,13 +22,14 @@ import httpx
 
 from repro import __version__
 from repro.errors import EXIT_INTERRUPTED, EngineError, ReproError, StoreError, UsageError
-from repro.harness.client import ChatClient, RunClock, max_turn_bytes
+from repro.harness.client import RunClock
 from repro.harness.launcher import Deployment, kill_leftover_groups, launch
-from repro.harness.loadgen import LoadGenerator
+from repro.harness.loadgen import LoadGenerator, Share
 from repro.harness.plan import LaunchPlan, build_plan
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
 from repro.harness.watchdog import Watchdog
+from repro.harness.workers import WorkerFleet
 from repro.knobs import STORY_DEFAULTS
 from repro.results.store import RunStore
 from repro.results.summary import RunSummary, summarize
@@ -177,36 +177,22 @@ async def drive(
 ) -> RunSummary:
     """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit
     (raises StoreError, after saying so in summary.json when it can, if it cannot be written)."""
-    from repro.checkers import check_turn
-
     store = RunStore(run_dir)
     record = _spec_record(spec, endpoint, first_session_id)
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
-    watchdog = Watchdog(clock, spec.stall_after_s)
-    tls = ssl.create_default_context()  # built once: each session's client reuses it
-
-    response_cap = max_turn_bytes(spec.max_output_tokens)
-
-    def new_client() -> ChatClient:
-        return ChatClient(
-            endpoint.base_url,
-            watchdog,
-            spec.stall_after_s * 2,
-            tls=tls,
-            max_response_bytes=response_cap,
+    model = await _model_name(endpoint.base_url, spec)
+    sessions = range(first_session_id, first_session_id + spec.sessions)
+    workers = spec.effective_workers()
+    generator: LoadGenerator | WorkerFleet
+    if workers > 1:
+        generator = WorkerFleet(spec, endpoint.base_url, store, clock, model, sessions, workers)
+    else:
+        watchdog = Watchdog(clock, spec.stall_after_s)
+        share = Share(sessions, spec.effective_concurrency())
+        generator = LoadGenerator.for_endpoint(
+            spec, endpoint.base_url, watchdog, store, model, share
         )
-
-    generator = LoadGenerator(
-        spec,
-        get_scenario(spec.scenario),
-        new_client,
-        watchdog,
-        store,
-        check_turn,
-        await _model_name(endpoint.base_url, spec),
-        first_session_id,
-    )
     interrupted, error = False, None
     try:
         async with anyio.create_task_group() as group:
@@ -230,7 +216,7 @@ async def drive(
             if endpoint.deployment is not None:
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         error = error or store.close()
-        client = generator.probe.figures()
+        client = generator.client_load()
         summary = _final_summary(
             store,
             config=endpoint.config,
@@ -239,14 +225,15 @@ async def drive(
             wedge=generator.wedge,
             error=str(error) if error else None,
             ended_because=_ended_because(error),
-            client_pauses=watchdog.pauses,
-            client_paused_s=watchdog.paused_s,
+            client_pauses=generator.pauses,
+            client_paused_s=generator.paused_s,
             client_loop_lag_s={
                 "p50": round(client.lag_p50_s, 4),
                 "p99": round(client.lag_p99_s, 4),
                 "max": round(client.lag_max_s, 4),
             },
             client_cpu_share=client.cpu_share,
+            client_workers=workers,
             engine=endpoint.engine,
             url=endpoint.base_url,
             started_at=record["started_at"],

@@ -37,6 +37,8 @@ from repro.harness.turn import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"
+FAILURES = "failures.jsonl"
+PROTOCOL_ERRORS = "protocol_errors.jsonl"
 CLIENT_LOAD = "client_load.jsonl"
 WRITE_TRIES = 3
 RETRY_AFTER_S = (0.5, 1.0)  # waits between the tries: a disk that frees up soon is waited for
@@ -124,7 +126,11 @@ class JsonLines:
             raise
 
     def append(self, item: dict[str, Any]) -> None:
-        retried(self.path, lambda: self._write(orjson.dumps(item) + b"\n"))
+        self.append_raw(orjson.dumps(item))
+
+    def append_raw(self, line: bytes) -> None:
+        """One line already in JSON (a worker process's, relayed), without its newline."""
+        retried(self.path, lambda: self._write(line + b"\n"))
         self.lines += 1
 
     def close(self) -> None:
@@ -133,11 +139,39 @@ class JsonLines:
             self._fd = None
 
 
-class RunStore:
-    """Appends turns and failures to one run folder; the folder must be new or empty."""
+class RelayedLines:
+    """JsonLines' interface in a worker process: each line goes to the process that owns the
+    run folder's files (harness.workers), which appends it; parts alone are the worker's."""
 
-    def __init__(self, run_dir: Path) -> None:
-        if any((run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")):
+    def __init__(self, name: str, relay: Callable[[str, bytes], None]) -> None:
+        self.name, self.relay, self.lines = name, relay, 0
+
+    def append(self, item: dict[str, Any]) -> None:
+        self.relay(self.name, orjson.dumps(item))
+        self.lines += 1
+
+    def close(self) -> None:
+        pass
+
+
+class RunStore:
+    """Appends turns and failures to one run folder; the folder must be new or empty.
+
+    In a worker process (`worker` = its index, `relay` = the way to its parent), it writes
+    its own parts, named part-wNN-…, into the shared turns.parquet/, and relays every JSON
+    line to the parent, the one writer of the run folder's other files.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        worker: int | None = None,
+        relay: Callable[[str, bytes], None] | None = None,
+    ) -> None:
+        if worker is None and any(
+            (run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")
+        ):
             raise UsageError(
                 f"{run_dir} already holds a run; choose a new --out so it is not overwritten."
             )
@@ -152,15 +186,36 @@ class RunStore:
         self.rows_lost = 0
         self.write_error: StoreError | None = None
         self._parts = 0
+        self._worker = worker
+        self._part_prefix = "" if worker is None else f"w{worker:02d}-"
         self._pending: list[TurnRecord] = []
-        self._failures = retried(run_dir / "failures.jsonl", lambda: JsonLines(self.failures_path))
-        self._protocol_errors = JsonLines(run_dir / "protocol_errors.jsonl", create=False)
+        self._failures: JsonLines | RelayedLines
+        self._protocol_errors: JsonLines | RelayedLines
+        self._client_load: JsonLines | RelayedLines
+        if relay is not None:
+            self._failures = RelayedLines(FAILURES, relay)
+            self._protocol_errors = RelayedLines(PROTOCOL_ERRORS, relay)
+            self._client_load = RelayedLines(CLIENT_LOAD, relay)
+            return
+        self._failures = retried(run_dir / FAILURES, lambda: JsonLines(self.failures_path))
+        self._protocol_errors = JsonLines(run_dir / PROTOCOL_ERRORS, create=False)
         self._client_load = JsonLines(run_dir / CLIENT_LOAD, create=False)
         self._reserve()
 
     @property
     def failures_path(self) -> Path:
-        return self.run_dir / "failures.jsonl"
+        return self.run_dir / FAILURES
+
+    def append_relayed(self, name: str, line: bytes) -> None:
+        """A JSON line a worker process relayed, appended to the named file of this folder."""
+        files = {
+            FAILURES: self._failures,
+            PROTOCOL_ERRORS: self._protocol_errors,
+            CLIENT_LOAD: self._client_load,
+        }
+        target = files[name]
+        assert isinstance(target, JsonLines)
+        target.append_raw(line)
 
     @property
     def logs_dir(self) -> Path:
@@ -221,7 +276,9 @@ class RunStore:
 
     def add_client_load(self, window: dict[str, Any]) -> None:
         """One window of the client's own loop lag and CPU share (harness.loop_probe)."""
-        self._client_load.append(window)
+        self._client_load.append(
+            window if self._worker is None else {**window, "worker": self._worker}
+        )
 
     def add_protocol_error(
         self, session_id: int, turn: int, error: str, event: str, event_chars: int
@@ -264,7 +321,7 @@ class RunStore:
         return rows
 
     def _write_rows(self, rows: list[TurnRecord]) -> None:
-        path = self.turns_dir / f"part-{self._parts:06d}.parquet"
+        path = self.turns_dir / f"part-{self._part_prefix}{self._parts:06d}.parquet"
         try:
             retried(path, lambda: self._write_part(rows, path))
         except StoreError as exc:
