@@ -6,9 +6,12 @@ late it wakes: the lag every coroutine of the run suffers, hence how much TTFT a
 inter-token gaps repro measures are its own backlog.
 
     python bench/peers/scale_worker.py --url URL --sessions N --out DIR [--ramp-up 2]
+        [--workers 1]
 
 Prints one JSON line: loop lag percentiles over the whole run and over the steady window (all
-sessions started, none finished), the process's CPU share of one core, and repro's figures.
+sessions started, none finished), the process's CPU share of one core, and repro's figures,
+among them its own loop lag and CPU (with --workers above 1, the probe here watches only the
+parent process, which runs no session: repro's own figures are the workers').
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else 0.0
 
 
-async def measure(url: str, sessions: int, out: Path, ramp_up_s: float) -> dict:
-    spec = RunSpec.build(url=url, model="bench", sessions=sessions, ramp_up_s=ramp_up_s)
+async def measure(url: str, sessions: int, out: Path, ramp_up_s: float, workers: int) -> dict:
+    spec = RunSpec.build(
+        url=url, model="bench", sessions=sessions, ramp_up_s=ramp_up_s, workers=workers
+    )
     endpoint = Endpoint(url, {}, "external")
     lags: list[tuple[float, float]] = []  # (when, how late) since the start
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -68,6 +73,11 @@ async def measure(url: str, sessions: int, out: Path, ramp_up_s: float) -> dict:
         "lag_p99_whole_ms": percentile(every, 99) * 1000,
         "lag_max_ms": max(every, default=0.0) * 1000,
         "steady_s": max(first_end_s - ramp_up_s - 0.5, 0.0),
+        "workers": summary.client_workers,
+        # repro's own probe (in every worker, pooled): the whole load, ramp-up included.
+        "repro_lag_p99_ms": summary.client_loop_lag_s.get("p99", 0.0) * 1000,
+        "repro_lag_max_ms": summary.client_loop_lag_s.get("max", 0.0) * 1000,
+        "repro_cpu_share": summary.client_cpu_share,
         "send_lag_p99_ms": summary.send_lag_p99_s * 1000,
         "client_was_slow": summary.client_was_slow,
         "ttft_p99_ms": latency.get("ttft", {}).get("p99", 0.0) * 1000,
@@ -82,8 +92,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True, help="the run folder (new)")
     parser.add_argument("--ramp-up", type=float, default=2.0, help="seconds to start them all")
+    parser.add_argument("--workers", type=int, default=1, help="repro's --workers")
     args = parser.parse_args()
-    figures = anyio.run(measure, args.url, args.sessions, args.out, args.ramp_up,
+    figures = anyio.run(measure, args.url, args.sessions, args.out, args.ramp_up, args.workers,
                         backend_options={"use_uvloop": True})  # fmt: skip
     print(json.dumps(figures))
 

@@ -101,7 +101,7 @@ class StreamProgress:
 
         Timing is not done here but per read (`tokens_arrived`): the events of one read
         arrived together."""
-        if event.is_error:
+        if event.error is not None or event.object == "error":  # Chunk.is_error, inlined
             self.fail(TurnOutcome.HTTP_ERROR, f"error event from the server: {event.error_text()}")
             return 0
         if event.usage is not None:
