@@ -86,7 +86,44 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
     try:
         return pq.read_table(turns, columns=wanted)
     except (pa.ArrowException, TypeError):  # not Parquet, or not repro's columns
-        raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+        upgraded = _gaps_as_figures(turns, wanted)
+        if upgraded is None:
+            raise UsageError(f"{turns} is not a turns table written by repro run.") from None
+        return upgraded
+
+
+GAP_COLUMNS = ("gap_count", "gap_mean_s", "gap_max_s", "gap_buckets", "gap_bucket_counts")
+
+
+def _gaps_as_figures(turns: Path, wanted: list[str]) -> pa.Table | None:
+    """A run written when a turn kept its gaps as a list (`gaps_s`): read with the figures
+    the list gives, as repro writes them now; None if it is not such a run either."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from repro.harness.gap_stats import GapStats
+    from repro.results.store import TURN_SCHEMA
+
+    try:
+        names = pq.ParquetDataset(turns).schema.names
+        if "gaps_s" not in names or any(c not in names for c in wanted if c not in GAP_COLUMNS):
+            return None
+        table = pq.read_table(
+            turns, columns=[c for c in wanted if c not in GAP_COLUMNS] + ["gaps_s"]
+        )
+    except (pa.ArrowException, TypeError, OSError):
+        return None
+    figures: dict[str, list] = {c: [] for c in GAP_COLUMNS}
+    for gaps in table.column("gaps_s").to_pylist():
+        stats = GapStats()
+        for gap in gaps or ():
+            stats.add(gap)
+        buckets, counts = stats.bucket_columns()
+        for name, value in zip(GAP_COLUMNS, (stats.count, stats.mean_s,
+                               stats.max_s if stats.count else None, buckets, counts), strict=True):  # fmt: skip
+            figures[name].append(value)
+    columns = {c: table.column(c) if c not in GAP_COLUMNS else figures[c] for c in wanted}
+    return pa.table(columns, schema=pa.schema([TURN_SCHEMA.field(c) for c in wanted]))
 
 
 def _is_part(path: Path) -> bool:
