@@ -2,7 +2,7 @@
 
     python bench/store_flush.py [--turns 100000] [--per-flush 1000] [--rewrite-up-to 20000]
 
-Synthetic turns with sim-sized text (2 kB of content and reasoning, 60 gaps) go through
+Synthetic turns with sim-sized text (2 kB of content and reasoning, 60 gaps as figures) go through
 RunStore.flush, one part per flush; the CPU per turn of the flushes around 10k and around the
 last turn is printed. The peer is what the store did before: rewrite the whole table at each
 flush (measured only up to --rewrite-up-to turns, since its cost grows with the run).
