@@ -99,13 +99,11 @@ class WorkerFleet:
         sessions: range,
         workers: int,
     ) -> None:
-        self.spec, self.base_url, self.store, self.clock, self.model = (
-            spec,
-            base_url,
-            store,
-            clock,
-            model,
-        )
+        self.spec = spec
+        self.base_url = base_url
+        self.store = store
+        self.clock = clock
+        self.model = model
         self.workers = [
             _Worker(i, ids, concurrency)
             for i, (ids, concurrency) in enumerate(
@@ -121,20 +119,22 @@ class WorkerFleet:
     def wedge(self) -> str | None:
         return self.watch.wedge
 
+    # A pause (SIGSTOP of the group, a VM suspend) is seen by every worker: the longest is it.
     @property
     def pauses(self) -> int:
-        return max([self.watch.pauses, *(int(w.done["pauses"]) for w in self._done())])
+        return max([self.watch.pauses, *(int(done["pauses"]) for done in self._finished())])
 
     @property
     def paused_s(self) -> float:
-        return max([self.watch.paused_s, *(float(w.done["paused_s"]) for w in self._done())])
+        return max([self.watch.paused_s, *(float(d["paused_s"]) for d in self._finished())])
 
     def client_load(self) -> ClientLoad:
-        loads = [ClientLoad.from_dict(w.done["client_load"]) for w in self._done()]
+        loads = [ClientLoad.from_dict(done["client_load"]) for done in self._finished()]
         return pooled(loads) if loads else ClientLoad(0.0, 0.0, 0.0, 0.0, 0.0, 0)
 
-    def _done(self) -> list[dict[str, Any]]:
-        return [w for w in self.workers if w.done is not None]  # type: ignore[misc]
+    def _finished(self) -> list[dict[str, Any]]:
+        """What each worker that finished reported last."""
+        return [w.done for w in self.workers if w.done is not None]
 
     async def run(self) -> None:
         """Every worker to its end; returns early on a wedge (every worker stopped by it).
