@@ -98,7 +98,8 @@ async def measure(way: Session, url: str, streams: int, concurrency: int) -> tup
     tokens = [0]
 
     async def one(requests: int) -> None:
-        tokens[0] += await way(url, requests)
+        read = await way(url, requests)  # not `tokens[0] += await`: it reads tokens[0] first
+        tokens[0] += read
 
     cpu = time.process_time()
     async with anyio.create_task_group() as group:
