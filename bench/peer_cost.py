@@ -156,17 +156,18 @@ def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[
 
 
 def per_million(rows: list[Measurement], client: str, pace: float, base: int, long: int):
-    """(total, marginal) CPU-seconds per 1M tokens: medians over rounds."""
+    """(total, marginal, marginals of every round) in CPU-seconds per 1M tokens; the first
+    two are medians over rounds."""
     by = {
         (m.round, m.tokens_per_stream): m for m in rows if m.client == client and m.pace_ms == pace
     }
     rounds = sorted({r for r, _ in by})
     total = statistics.median(by[r, base].cpu_s / by[r, base].tokens * 1e6 for r in rounds)
-    marginal = statistics.median(
+    marginals = [
         (by[r, long].cpu_s - by[r, base].cpu_s) / (by[r, long].tokens - by[r, base].tokens) * 1e6
         for r in rounds
-    )
-    return total, marginal
+    ]
+    return total, statistics.median(marginals), marginals
 
 
 def table(rows: list[Measurement], clients: list[Client], paces: list[float], base: int,
@@ -176,7 +177,7 @@ def table(rows: list[Measurement], clients: list[Client], paces: list[float], ba
     }
     refs = [r for r in ("floor", "sglang") if any(c.name == r for c in clients)]
     names = ["unpaced" if p == 0 else f"paced {p:g} ms" for p in paces]
-    head = ["client", *(f"{n}: total / marginal" for n in names)]
+    head = ["client", *(f"{n}: total / marginal (rounds' range)" for n in names)]
     head += [f"marginal ÷ {r}" for r in refs] + (["total ÷ sglang"] if "sglang" in refs else [])
     head += ["request bytes", "wall s at the base length"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -188,7 +189,10 @@ def table(rows: list[Measurement], clients: list[Client], paces: list[float], ba
 
     for c in clients:
         cells = [c.label]
-        cells += [f"{figures[c.name, p][0]:.1f} / {figures[c.name, p][1]:.1f}" for p in paces]
+        for p in paces:
+            total, marginal, each = figures[c.name, p]
+            spread = f" ({min(each):.1f}–{max(each):.1f})" if len(each) > 1 else ""
+            cells.append(f"{total:.1f} / {marginal:.1f}{spread}")
         cells += [ratios(c.name, r, 1) for r in refs]
         if "sglang" in refs:
             cells.append(ratios(c.name, "sglang", 0))
@@ -214,10 +218,10 @@ def main() -> None:
     parser.add_argument("--paces-ms", default="0,5", help="comma-separated; 0 = unpaced")
     parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS))
     parser.add_argument("--record", type=Path, help="write the table into this RESULTS.md")
+    parser.add_argument("--rows", type=Path, help="measure nothing: the table of saved rows")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.streams = 1, 192
-    paces = [float(p) for p in args.paces_ms.split(",")]
     wanted = args.clients.split(",")
     unknown = set(wanted) - {c.name for c in CLIENTS}
     if unknown:
@@ -229,12 +233,28 @@ def main() -> None:
             (clients if c.needs is None or c.needs.exists() else skipped).append(c)
     for c in skipped:
         print(f"skipping {c.name}: {c.needs} is missing (scripts/build-peer-envs builds it)")
-    if not TOKENIZER.exists() and any(c.needs for c in clients):
+    if not TOKENIZER.exists() and any(c.needs for c in clients) and not args.rows:
         sys.exit(f"No tokenizer at {TOKENIZER}; scripts/build-peer-envs builds it.")
+    if args.rows:
+        saved = json.loads(args.rows.read_text())
+        meta, rows = saved["meta"], [Measurement(**m) for m in saved["rows"]]
+        clients = [c for c in CLIENTS if any(m.client == c.name for m in rows)]
+    else:
+        meta, rows = measure_all(args, clients)
+    text = report(meta, rows, clients)
+    print()
+    print(text)
+    if args.record:
+        record_section(args.record, "peer_cost", text)
+        print(f"\nwritten to {args.record}")
+
+
+def measure_all(args: argparse.Namespace, clients: list[Client]) -> tuple[dict, list[Measurement]]:
+    """Every client, round, pacing and length, interleaved; the rows are also saved as JSON."""
     become_subreaper()
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-    command = "python bench/peer_cost.py " + " ".join(sys.argv[1:])
+    paces = [float(p) for p in args.paces_ms.split(",")]
     rows: list[Measurement] = []
     started, load_before = time.monotonic(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="peer-cost-") as tmp, stream_server() as (url, srv):
@@ -253,33 +273,38 @@ def main() -> None:
                             flush=True,
                         )
             order = order[1:] + order[:1]  # rotate who goes first
-        raw = Path(tempfile.gettempdir()) / "peer_cost_rows.json"
-        raw.write_text(json.dumps([m.__dict__ for m in rows], indent=1))
-    loads = [m.load for m in rows]
-    text = "\n".join([
-        f"`{command.strip()}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, "
-        f"{args.streams} streams × {args.tokens} tokens (marginal: {args.long_tokens} vs "
-        f"{args.tokens}), concurrency {args.concurrency}, median of {args.rounds}; "
-        f"{(time.monotonic() - started) / 60:.0f} min; load average {load_before:.2f} at the "
-        f"start, {min(loads):.2f}–{max(loads):.2f} (median {statistics.median(loads):.2f}) "
-        "before the runs.",
+    meta = {"command": "python bench/peer_cost.py " + " ".join(sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%d"), "minutes": (time.monotonic() - started) / 60,
+            "load_before": load_before, "streams": args.streams, "tokens": args.tokens,
+            "long_tokens": args.long_tokens, "concurrency": args.concurrency,
+            "rounds": args.rounds, "paces": paces}  # fmt: skip
+    raw = Path(tempfile.gettempdir()) / f"peer_cost_rows-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    raw.write_text(json.dumps({"meta": meta, "rows": [m.__dict__ for m in rows]}, indent=1))
+    print(f"rows saved: {raw} (`--rows {raw}` prints the table again)")
+    return meta, rows
+
+
+def report(meta: dict, rows: list[Measurement], clients: list[Client]) -> str:
+    loads, paces = [m.load for m in rows], meta["paces"]
+    server = ", ".join(
+        f"{'unpaced' if p == 0 else f'paced {p:g} ms'} "
+        f"{statistics.median(m.server_cpu_s / m.tokens * 1e6 for m in rows if m.pace_ms == p):.1f}"
+        for p in paces
+    )
+    return "\n".join([
+        f"`{meta['command'].strip()}` — {meta['date']}, {os.cpu_count()} CPUs, "
+        f"{meta['streams']} streams × {meta['tokens']} tokens (marginal: {meta['long_tokens']} "
+        f"vs {meta['tokens']}), concurrency {meta['concurrency']}, median of {meta['rounds']}; "
+        f"{meta['minutes']:.0f} min; load average {meta['load_before']:.2f} at the start, "
+        f"{min(loads):.2f}–{max(loads):.2f} (median {statistics.median(loads):.2f}) before "
+        "the runs.",
         "",
         "CPU-seconds of the client's whole process tree per 1M streamed tokens:",
         "",
-        table(rows, clients, paces, args.tokens, args.long_tokens),
+        table(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
         "",
-        "The stream server's own CPU per 1M tokens (median over runs): "
-        + ", ".join(
-            f"{'unpaced' if p == 0 else f'paced {p:g} ms'} "
-            f"{statistics.median(m.server_cpu_s / m.tokens * 1e6 for m in rows if m.pace_ms == p):.1f}"
-            for p in paces
-        ) + f". Every run: raw rows in {raw}.",
+        f"The stream server's own CPU per 1M tokens (median over runs): {server}.",
     ])  # fmt: skip
-    print()
-    print(text)
-    if args.record:
-        record_section(args.record, "peer_cost", text)
-        print(f"\nwritten to {args.record}")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,29 @@ def _has_children_besides(keep: set[int]) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def autogroup_nice(nice: int | None) -> Iterator[None]:
+    """Run this session's processes at `nice` among the machine's sessions, then restore it.
+
+    Linux shares the CPU fairly between sessions (autogroups) before nice counts, so on a
+    machine shared with other people's work a client gets a fixed slice of a core however
+    little it needs, and its event loop waits for the CPU in 100 ms steps: that is their
+    load, not its lag. Needs root (or CAP_SYS_NICE) to raise; None leaves it alone."""
+    path = Path("/proc/self/autogroup")
+    if nice is None or not path.exists():
+        yield
+        return
+    before = path.read_text().split()[-1]
+    try:
+        path.write_text(str(nice))
+    except OSError as exc:
+        sys.exit(f"Cannot set the session's CPU priority ({exc.strerror}); run without --boost.")
+    try:
+        yield
+    finally:
+        path.write_text(before)
+
+
 def record_section(path: Path, name: str, section: str) -> None:
     """Replace the text between `<!-- name:start -->` and `<!-- name:end -->`, or append it."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
