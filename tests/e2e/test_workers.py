@@ -103,3 +103,26 @@ def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
     assert s["interrupted"] and s["ended_because"] == "interrupted" and s["cancelled"] >= 1
     assert s["errors"] == 0 and s["client_workers"] == 2
     assert worker_processes(out) == []
+
+
+@pytest.mark.slow
+def test_a_worker_lost_mid_run_stops_the_others_and_says_so(tmp_path: Path, engine: str) -> None:
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "repro", "run", "--url", engine, "--sessions", "40",
+         "--workers", "2", *FAST[:2], "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (out / "spec.json").exists(), "the run to start")
+        wait_for(lambda: len(worker_processes(out)) >= 2, "the workers to start")
+        time.sleep(3.0)
+        os.kill(worker_processes(out)[0], signal.SIGKILL)  # as the OOM killer would
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 2 and "Traceback" not in stderr, stderr
+    assert "Client worker" in stderr and "ended without finishing" in stderr
+    s = summary(out)
+    assert s["ended_because"] == "error" and "Client worker" in s["error"]
+    assert worker_processes(out) == []
