@@ -1,5 +1,9 @@
 """Client cost per streamed chunk: repro's ChatClient against a minimal peer, same engine, same run.
 
+A quick check only: the peer here is this project's imitation of SGLang's bench_serving loop.
+The real comparison, against the real peers (SGLang bench_serving, vllm bench serve,
+GuideLLM) and a bare floor client, is bench/peer_cost.py.
+
 The peer is what SGLang's bench_serving does per request (stream, split SSE lines, json-decode
 each event, keep the text) on one shared httpx pool; repro's client also records timings,
 gaps, reasoning, tool-call deltas and usage, with one client per session as the load generator

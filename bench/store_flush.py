@@ -2,7 +2,7 @@
 
     python bench/store_flush.py [--turns 100000] [--per-flush 1000] [--rewrite-up-to 20000]
 
-Synthetic turns with sim-sized text (2 kB of content and reasoning, 60 gaps) go through
+Synthetic turns with sim-sized text (2 kB of content and reasoning, 60 gaps as figures) go through
 RunStore.flush, one part per flush; the CPU per turn of the flushes around 10k and around the
 last turn is printed. The peer is what the store did before: rewrite the whole table at each
 flush (measured only up to --rewrite-up-to turns, since its cost grows with the run).
@@ -33,7 +33,8 @@ def turn(i: int) -> TurnRecord:
         completion_tokens=120, cached_tokens=None, finish_reason="tool_calls",
         content=f"turn {i} " + "x" * 1000, reasoning="thinking " * 120,
         tool_calls='[{"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}]', n_calls=1,
-        chunks=61, gaps_s=[0.02] * 60, request_bytes=300_000, corrupted=False, defect_kinds=[],
+        chunks=61, gap_count=60, gap_mean_s=0.02, gap_max_s=0.02, gap_buckets=[229],
+        gap_bucket_counts=[60], request_bytes=300_000, corrupted=False, defect_kinds=[],
         first_defect="",
     )  # fmt: skip
 

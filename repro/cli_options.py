@@ -68,6 +68,7 @@ MaxTokens = Annotated[
     int, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
 ]
 RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
+Workers = Annotated[int | None, _opt("--workers", "workers", min=1, max=64, show_default=False)]
 TurnTimeout = Annotated[float, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
 StallAfter = Annotated[float, _opt("--stall-after", "stall_after_s", min=0.001)]
 AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
@@ -229,6 +230,7 @@ LOAD = {
     "max_turns": (MaxTurns, default("max_turns")),
     "max_output_tokens": (MaxTokens, default("max_output_tokens")),
     "ramp_up_s": (RampUp, default("ramp_up_s")),
+    "workers": (Workers, None),
     "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
     "stall_after_s": (StallAfter, default("stall_after_s")),
     "abort_rate": (AbortRate, default("abort_rate")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from importlib.resources import files
@@ -14,6 +15,7 @@ from repro.errors import UsageError
 
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
+SESSIONS_PER_WORKER = 250  # what one event loop holds at 5 ms per token (bench/RESULTS.md)
 MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small
 DEFAULT_PROFILES = {
     "sim": PROFILES_DIR / "sim.toml",
@@ -77,6 +79,13 @@ class RunSpec(BaseModel):
     )
     ramp_up_s: float = Field(
         2.0, ge=0, le=MAX_WAIT_S, description="seconds over which sessions start"
+    )
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="client processes the sessions are shared over, one event loop each "
+        f"(default: one per {SESSIONS_PER_WORKER} sessions in flight, at most one per CPU)",
     )
     turn_timeout_s: float = Field(
         180.0, gt=0, le=MAX_WAIT_S, description="deadline for one whole turn"
@@ -207,6 +216,11 @@ class RunSpec(BaseModel):
             )
         if self.reference_urls and self.reference_engines:
             raise ValueError("give either --reference-url or --reference-engines, not both")
+        if self.oracle in ("divergence", "both") and (self.workers or 1) > 1:
+            raise ValueError(
+                f"--oracle {self.oracle} records each loaded turn for its replay in one process; "
+                "drop --workers (or give --workers 1)"
+            )
         return self
 
     def with_oracle_default(self, default: Oracle) -> RunSpec:
@@ -238,6 +252,17 @@ class RunSpec(BaseModel):
 
     def effective_concurrency(self) -> int:
         return min(self.concurrency or self.sessions, self.sessions)
+
+    def effective_workers(self) -> int:
+        """--workers, else what the load needs: one worker per SESSIONS_PER_WORKER sessions in
+        flight, at most one per CPU this process may use; never more than sessions in flight."""
+        if self.judges_divergence:
+            return 1  # the replay's record of each loaded turn (loaded.jsonl) has one writer
+        if self.workers is not None:
+            return min(self.workers, self.effective_concurrency())
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        needed = -(-self.effective_concurrency() // SESSIONS_PER_WORKER)
+        return max(1, min(needed, cpus or 1))
 
 
 def checked_base_url(url: str) -> str:

@@ -144,10 +144,27 @@ class ToolSet:
 
 
 _cache: OrderedDict[bytes, ToolSet] = OrderedDict()
+# The same list object, asked again: the load generator passes one tools list with every turn,
+# and serialising it for the JSON key cost more than checking a short turn. The list is held,
+# so its id cannot be reused by another; a list is taken as unchanged once it has been seen.
+_by_identity: OrderedDict[int, tuple[Sequence[Mapping[str, Any]], ToolSet]] = OrderedDict()
+_IDENTITY_SIZE = 8
 
 
 def toolset_for(tools: Sequence[Mapping[str, Any]]) -> ToolSet:
-    """The compiled ToolSet for a tools list, from a small LRU cache keyed by its JSON."""
+    """The compiled ToolSet for a tools list: by the list's identity when it was seen before,
+    else from a small LRU cache keyed by its JSON."""
+    seen = _by_identity.get(id(tools))
+    if seen is not None and seen[0] is tools:
+        return seen[1]
+    found = _by_json(tools)
+    _by_identity[id(tools)] = (tools, found)
+    if len(_by_identity) > _IDENTITY_SIZE:
+        _by_identity.popitem(last=False)
+    return found
+
+
+def _by_json(tools: Sequence[Mapping[str, Any]]) -> ToolSet:
     key = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
     found = _cache.get(key)
     if found is None:

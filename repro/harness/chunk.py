@@ -15,28 +15,29 @@ import msgspec
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**53)]  # exact in float64 too (pandas, JSON)
 Index = Annotated[int, msgspec.Meta(ge=0, le=65_535)]
+# gc=False: a decoded event holds no cycles, and untracked structs decode about 10% faster.
 
 
-class FunctionDelta(msgspec.Struct):
+class FunctionDelta(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | None = None
 
 
-class ToolCallDelta(msgspec.Struct):
+class ToolCallDelta(msgspec.Struct, gc=False):
     index: Index | None = None
     id: str | None = None
     type: str | None = None
     function: FunctionDelta | None = None
 
 
-class Delta(msgspec.Struct):
+class Delta(msgspec.Struct, gc=False):
     role: str | None = None
     content: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[ToolCallDelta] | None = None
 
 
-class Choice(msgspec.Struct):
+class Choice(msgspec.Struct, gc=False):
     index: Index = 0
     delta: Delta | None = None
     finish_reason: str | None = None
@@ -45,11 +46,11 @@ class Choice(msgspec.Struct):
     logprobs: Any = None
 
 
-class PromptTokensDetails(msgspec.Struct):
+class PromptTokensDetails(msgspec.Struct, gc=False):
     cached_tokens: Count | None = None
 
 
-class Usage(msgspec.Struct):
+class Usage(msgspec.Struct, gc=False):
     prompt_tokens: Count | None = None
     completion_tokens: Count | None = None
     total_tokens: Count | None = None
@@ -61,7 +62,7 @@ class Usage(msgspec.Struct):
         return None if details is None else details.cached_tokens
 
 
-class Chunk(msgspec.Struct):
+class Chunk(msgspec.Struct, gc=False):
     """One `data:` event of a streamed chat completion (or an error event in its place)."""
 
     choices: list[Choice] | None = None
@@ -91,11 +92,22 @@ class ProtocolViolation(Exception):
     """An event that is not a chat-completion chunk; the message says where it broke."""
 
 
+# The hot path calls the decoder itself (no wrapper per event) and turns its errors into words
+# with `violation`; `decode_event` is the same for everyone else.
+decode_chunk = _decoder.decode
+DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
+
+
+def violation(exc: Exception) -> str:
+    """What a decode error says about the event, as a turn's error text."""
+    if isinstance(exc, msgspec.ValidationError):
+        return f"event breaks the chat-completion chunk schema: {exc}"
+    return f"event is not valid JSON: {exc}"
+
+
 def decode_event(data: str | bytes) -> Chunk:
     """Parse and validate one event's JSON; raises ProtocolViolation with msgspec's reason."""
     try:
         return _decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise ProtocolViolation(f"event breaks the chat-completion chunk schema: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ProtocolViolation(f"event is not valid JSON: {exc}") from None
+    except DECODE_ERRORS as exc:
+        raise ProtocolViolation(violation(exc)) from None

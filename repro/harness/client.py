@@ -1,41 +1,58 @@
-"""The streaming chat client: httpx, one kept-alive connection per session, SSE parsed as it arrives.
+"""The streaming chat client: one kept-alive connection per session, SSE parsed as it arrives.
 
 `stream_chat` fills a `StreamProgress` in place, so whatever way a request ends (done,
 error, deadline, abort, cancellation) the caller still holds every byte that arrived. Every
-event is validated against the chunk schema (harness.chunk) before it is used. Deadlines
-and idle limits are the Watchdog's (harness.watchdog), so a paused repro never trips them.
+event is validated against the chunk schema (harness.chunk) before it is used, and folded in
+by `StreamProgress.apply`, the one place an event becomes progress. The bytes are read and
+parsed in the connection's read callback (harness.sse_connection). Deadlines and idle limits
+are the Watchdog's (harness.watchdog), so a paused repro never trips them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-import httpx
-import orjson
+import anyio
 
+from repro import __version__
 from repro.checkers.verdict import ToolCall
-from repro.harness.chunk import ProtocolViolation, Usage, decode_event
+from repro.harness.chunk import Chunk, Usage
+from repro.harness.gap_stats import GapStats
+from repro.harness.sse_connection import SseConnection
 from repro.harness.turn import TurnOutcome
 
 if TYPE_CHECKING:
     from repro.harness.watchdog import Watchdog
 
 CHAT_PATH = "/v1/chat/completions"
-ERROR_BODY_BYTES = 2000
-BAD_EVENT_CHARS = 4096  # how much of an event that breaks the protocol is kept as evidence
+CONNECT_TIMEOUT_S = 10.0
+TURN_BYTES_PER_TOKEN = 8 * 1024  # what one generated token may cost on the wire, at most
+MIN_TURN_BYTES = 16 * 1024 * 1024
+
+
+def max_turn_bytes(max_output_tokens: int) -> int:
+    """The most bytes one response may bring before it is cut as a protocol error: far above
+    what `max_output_tokens` tokens take (even with logprobs), far below what exhausts memory."""
+    return max(MIN_TURN_BYTES, max_output_tokens * TURN_BYTES_PER_TOKEN)
 
 
 class RunClock:
-    """Monotonic seconds since the run started (one clock for every timestamp)."""
+    """Monotonic seconds since the run started (one clock for every timestamp).
 
-    def __init__(self) -> None:
-        self._t0 = time.perf_counter()
+    `t0` is a time.perf_counter() value; on Linux that clock is system-wide, so worker
+    processes given the same t0 stamp on one time line."""
+
+    def __init__(self, t0: float | None = None) -> None:
+        self.t0 = time.perf_counter() if t0 is None else t0
 
     def now(self) -> float:
-        return time.perf_counter() - self._t0
+        return time.perf_counter() - self.t0
 
 
 @dataclass(slots=True)
@@ -49,8 +66,8 @@ class _CallParts:
 class StreamProgress:
     """Everything one request has produced so far; mutable while it streams."""
 
-    scheduled_at_s: float
-    sent_at_s: float = 0.0
+    scheduled_at_s: float  # when the turn was due (the client's delay runs from here)
+    sent_at_s: float = 0.0  # when its bytes were handed to the connection
     outcome: TurnOutcome = TurnOutcome.OK
     http_status: int | None = None
     error: str = ""
@@ -62,10 +79,10 @@ class StreamProgress:
     bad_event: str = ""  # the event that broke the protocol (truncated), for protocol_errors.jsonl
     bad_event_chars: int = 0
     first_token_at_s: float | None = None
-    last_event_at_s: float = 0.0  # any line from the server: what the idle limit watches
+    last_event_at_s: float = 0.0  # any bytes from the server: what the idle limit watches
     last_token_at_s: float | None = None
     ended_at_s: float = 0.0
-    gaps_s: list[float] = field(default_factory=list)
+    gaps: GapStats = field(default_factory=GapStats)
     chunks: int = 0
     done: bool = False
     # `logprobs.content` items in arrival order, when the request asked for them: every
@@ -82,27 +99,69 @@ class StreamProgress:
         if self.outcome is TurnOutcome.OK:
             self.outcome, self.error = outcome, error
 
+    def apply(self, event: Chunk) -> int:
+        """Fold one decoded event in; 1 when it carried generated text (a token), else 0.
 
-def _is_broken_event_stream(response: httpx.Response, body: bytes) -> bool:
-    """An error answered as SSE whose events are not JSON (e.g. cut at a stale length)."""
-    if not response.headers.get("content-type", "").startswith("text/event-stream"):
-        return False
-    for line in body.splitlines():
-        if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
-            try:
-                orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                return True
-    return False
+        Timing is not done here but per read (`tokens_arrived`): the events of one read
+        arrived together."""
+        if event.error is not None or event.object == "error":  # Chunk.is_error, inlined
+            self.fail(TurnOutcome.HTTP_ERROR, f"error event from the server: {event.error_text()}")
+            return 0
+        if event.usage is not None:
+            self.usage = event.usage
+        if not event.choices:
+            return 0
+        choice = event.choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        if choice.logprobs is not None:  # asked for by the divergence oracle; kept as sent
+            content = choice.logprobs.get("content") if isinstance(choice.logprobs, dict) else None
+            if isinstance(content, list):
+                self.logprobs += content
+        delta = choice.delta
+        if delta is None:
+            return 0
+        token = 0
+        if delta.reasoning_content:
+            self.reasoning.append(delta.reasoning_content)
+            token = 1
+        if delta.content:
+            self.content.append(delta.content)
+            token = 1
+        if delta.tool_calls:
+            for call in delta.tool_calls:
+                index = len(self.calls) if call.index is None else call.index
+                parts = self.calls.get(index)
+                if parts is None:
+                    parts = self.calls[index] = _CallParts()
+                parts.id = call.id or parts.id
+                if call.function is not None:
+                    parts.name = call.function.name or parts.name
+                    if call.function.arguments:
+                        parts.arguments.append(call.function.arguments)
+            token = 1
+        return token
+
+    def tokens_arrived(self, tokens: int, now: float) -> None:
+        """`tokens` events with text came in one read at `now`: one gap, the rest zero."""
+        last = self.last_token_at_s
+        self.last_token_at_s = now
+        self.chunks += tokens
+        if last is None:
+            self.first_token_at_s = now
+            if tokens > 1:
+                self.gaps.add(0.0, tokens - 2)
+            return
+        self.gaps.add(now - last, tokens - 1)
 
 
 class ChatClient:
     """One agent session's HTTP client: a kept-alive connection, its turns one after another.
 
-    Each session owns its client rather than sharing one pool: httpcore scans every pooled
-    connection on each request and response event, which at 80 sessions cost a third more
-    CPU per streamed chunk than a client per session (bench/client_cost.py). Clients share one
-    TLS context, so creating one costs nothing worth measuring.
+    Each session owns its connection: nothing is shared between sessions, so no pool is
+    scanned per event (httpcore's was a third of the CPU per chunk at 80 sessions,
+    bench/client_cost.py). Clients share one TLS context, so creating one costs nothing
+    worth measuring. Needs an asyncio event loop (uvloop or the standard one).
     """
 
     def __init__(
@@ -112,24 +171,30 @@ class ChatClient:
         idle_timeout_s: float,
         *,
         tls: ssl.SSLContext | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        max_response_bytes: int = MIN_TURN_BYTES,
     ) -> None:
         self.watchdog = watchdog
         self.clock = watchdog.clock
         self.idle_timeout_s = idle_timeout_s
-        self._http = httpx.AsyncClient(
-            base_url=base_url,
-            transport=transport,
-            verify=tls or True,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            # No read timeout: httpx's is a timer per read, and after a pause of repro it
-            # would fire before anyone could tell; the watchdog enforces the idle limit.
-            timeout=httpx.Timeout(connect=10.0, read=None, write=60.0, pool=60.0),
-            trust_env=False,  # never route a loopback engine through an HTTP proxy
-        )
+        self.max_response_bytes = max_response_bytes
+        url = urlsplit(base_url)
+        self._host = url.hostname or "127.0.0.1"
+        self._https = url.scheme == "https"
+        self._port = url.port or (443 if self._https else 80)
+        self._tls = (tls or ssl.create_default_context()) if self._https else None
+        default_port = url.port is None or url.port == (443 if self._https else 80)
+        host = self._host if default_port else f"{self._host}:{self._port}"
+        path = url.path.rstrip("/") + CHAT_PATH
+        self._head = (
+            f"POST {path} HTTP/1.1\r\nhost: {host}\r\nuser-agent: repro/{__version__}\r\n"
+            "content-type: application/json\r\naccept: text/event-stream\r\n"
+        ).encode()
+        self._connection: SseConnection | None = None
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     async def stream_chat(
         self,
@@ -142,124 +207,74 @@ class ChatClient:
         """Send one streaming chat request; the outcome lands in `progress.outcome`."""
         with self.watchdog.watching(progress, deadline_s, self.idle_timeout_s):
             try:
-                await self._stream(body, progress, abort_after_chunks)
-            except httpx.TimeoutException as exc:
-                progress.fail(
-                    TurnOutcome.TIMEOUT, f"{type(exc).__name__} before the response started"
-                )
-            except (httpx.TransportError, httpx.StreamError) as exc:
-                progress.fail(
-                    TurnOutcome.TRANSPORT_ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")
-                )
+                await self._exchange(body, progress, abort_after_chunks)
             finally:
-                progress.ended_at_s = self.clock.now()
+                if progress.ended_at_s == 0.0:
+                    progress.ended_at_s = self.clock.now()
 
-    async def _stream(
-        self, body: bytes, progress: StreamProgress, abort_after_chunks: int | None
+    async def _exchange(
+        self, body: bytes, progress: StreamProgress, abort_after: int | None
     ) -> None:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        progress.sent_at_s = self.clock.now()
-        async with self._http.stream("POST", CHAT_PATH, content=body, headers=headers) as response:
-            progress.http_status = response.status_code
-            if response.status_code != 200:
-                body = await response.aread()
-                text = body[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
-                outcome = TurnOutcome.HTTP_ERROR
-                if _is_broken_event_stream(response, body):
-                    # sglang-router 0.3.2 sends a streamed decode 500 as a cut-off, non-JSON
-                    # event: the transport mangled it; the engine's words never arrived.
-                    outcome = TurnOutcome.TRANSPORT_ERROR
-                    text = f"malformed event stream (cut off): {text}"
-                progress.fail(outcome, f"HTTP {response.status_code}: {text}")
+        request = [self._head, b"content-length: %d\r\n\r\n" % len(body), body]
+        # A kept-alive connection the server has just closed fails before any answer: that
+        # request never reached it, so it goes once more on a fresh connection.
+        for attempt in (0, 1):
+            # Sent from the client's side: what follows (connecting, the answer) is the
+            # network's and the server's time, part of TTFT, never of repro's own send lag.
+            progress.sent_at_s = self.clock.now()
+            reused = self._connection is not None and not self._connection.closed
+            connection = self._connection if reused else await self._connect(progress)
+            if connection is None:
                 return
-            # An event is whole at the blank line after it (or at the next `data:` line, for
-            # servers that skip the blank line); one still pending at the end was cut off.
-            pending: str | None = None
-            async for line in response.aiter_lines():
-                if not line:
-                    if pending is None:
-                        continue
-                    data, pending = pending, None
-                elif line.startswith("data:"):
-                    progress.last_event_at_s = self.clock.now()
-                    data, pending = pending, line[5:].strip()
-                    if data is None:
-                        continue
-                else:
-                    progress.last_event_at_s = self.clock.now()  # a comment or keep-alive
-                    continue
-                if progress.done:
-                    continue  # read to the end after [DONE], so the connection is reused
-                if not self._dispatch(data, progress, abort_after_chunks):
-                    return
-            if pending == "[DONE]":
-                progress.done = True
-            elif pending is not None and not progress.done:
-                progress.fail(
-                    TurnOutcome.TRANSPORT_ERROR, "the stream ended inside an event (cut off)"
-                )
-        if not progress.done:
-            progress.fail(TurnOutcome.TRANSPORT_ERROR, "the stream ended without [DONE] (cut off)")
-
-    def _dispatch(self, data: str, progress: StreamProgress, abort_after: int | None) -> bool:
-        """Use one whole event; False when the request must end here."""
-        if data == "[DONE]":
-            progress.done = True
-            return True
-        self._absorb(data, progress)
-        if progress.outcome is not TurnOutcome.OK:
-            return False
-        if abort_after is not None and progress.chunks >= abort_after:
-            # Leaving the `async with` closes the connection, as a client that gives up does.
-            progress.fail(TurnOutcome.ABORTED, f"aborted by repro after {progress.chunks} chunks")
-            return False
-        return True
-
-    def _absorb(self, data: str, progress: StreamProgress) -> None:
-        try:
-            event = decode_event(data)
-        except ProtocolViolation as exc:
-            progress.fail(TurnOutcome.PROTOCOL_ERROR, str(exc))
-            progress.bad_event, progress.bad_event_chars = data[:BAD_EVENT_CHARS], len(data)
-            return
-        if event.is_error:
-            progress.fail(
-                TurnOutcome.HTTP_ERROR, f"error event from the server: {event.error_text()}"
+            self._connection = connection
+            done = connection.send(
+                request, progress, abort_after=abort_after, max_bytes=self.max_response_bytes
             )
-            return
-        if event.usage is not None:
-            progress.usage = event.usage
-        if not event.choices:
-            return
-        choice = event.choices[0]
-        delta = choice.delta
-        logprobs = choice.logprobs  # asked for by the divergence oracle; kept as sent
-        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-            progress.logprobs += logprobs["content"]
-        got_text = False
-        if delta is not None:
-            if delta.reasoning_content:
-                progress.reasoning.append(delta.reasoning_content)
-                got_text = True
-            if delta.content:
-                progress.content.append(delta.content)
-                got_text = True
-            for call in delta.tool_calls or ():
-                index = len(progress.calls) if call.index is None else call.index
-                parts = progress.calls.setdefault(index, _CallParts())
-                parts.id = call.id or parts.id
-                if call.function is not None:
-                    parts.name = call.function.name or parts.name
-                    if call.function.arguments:
-                        parts.arguments.append(call.function.arguments)
-                got_text = True
-        if choice.finish_reason:
-            progress.finish_reason = choice.finish_reason
-        if got_text:
-            now = progress.last_event_at_s
-            if progress.first_token_at_s is None:
-                progress.first_token_at_s = now
-            else:
-                progress.gaps_s.append(now - (progress.last_token_at_s or now))
-            progress.last_token_at_s = now
-            progress.chunks += 1
+            try:
+                await done
+            finally:
+                if not done.done() or not connection.reusable:
+                    connection.close()  # cancelled mid-answer, or a line not worth keeping
+                    self._connection = None
+            if not (reused and attempt == 0 and not connection.answered):
+                break
+            progress.outcome, progress.error, progress.http_status = TurnOutcome.OK, "", None
+            progress.ended_at_s = 0.0
+
+    async def _connect(self, progress: StreamProgress) -> SseConnection | None:
+        loop = asyncio.get_running_loop()
+        t0 = self.clock.t0
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_S):
+                _, connection = await loop.create_connection(
+                    lambda: SseConnection(t0),
+                    self._host,
+                    self._port,
+                    ssl=self._tls,
+                    server_hostname=self._host if self._tls else None,
+                )
+        except TimeoutError:
+            progress.fail(
+                TurnOutcome.TIMEOUT,
+                f"ConnectTimeout: no connection to {self._host}:{self._port} "
+                f"within {CONNECT_TIMEOUT_S:g} s",
+            )
+            return None
+        except (OSError, ssl.SSLError) as exc:
+            progress.fail(TurnOutcome.TRANSPORT_ERROR, f"ConnectError: {exc}")
+            return None
+        return connection
+
+
+def client_factory(
+    base_url: str, watchdog: Watchdog, *, idle_timeout_s: float, max_output_tokens: int
+) -> Callable[[], ChatClient]:
+    """New session clients for one run: one TLS context for all, the response byte cap from
+    max_tokens (`max_turn_bytes`)."""
+    tls = ssl.create_default_context()  # built once: each session's client reuses it
+    cap = max_turn_bytes(max_output_tokens)
+
+    def new_client() -> ChatClient:
+        return ChatClient(base_url, watchdog, idle_timeout_s, tls=tls, max_response_bytes=cap)
+
+    return new_client

@@ -8,6 +8,7 @@ token for `stall_after_s` while requests are open, counting only time repro was 
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
 from repro.harness.chat_body import chat_body
 from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.loaded_log import LoadedLog
+from repro.harness.loop_probe import ClientLoad, LoopProbe
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
 from repro.results.store import FLUSH_EVERY_S, RunStore
@@ -52,6 +54,19 @@ class LiveCounts:
 Judge = Callable[[AssistantOutput, Sequence[dict]], Verdict]
 
 
+@dataclass(frozen=True, slots=True)
+class Share:
+    """The sessions one load generator runs (ids, in start order) and how many at once."""
+
+    session_ids: range
+    concurrency: int
+
+    @classmethod
+    def whole(cls, spec: RunSpec, first_session_id: int = 0) -> Share:
+        ids = range(first_session_id, first_session_id + spec.sessions)
+        return cls(ids, spec.effective_concurrency())
+
+
 class LoadGenerator:
     def __init__(
         self,
@@ -62,7 +77,7 @@ class LoadGenerator:
         store: RunStore,
         judge: Judge,
         model: str,
-        first_session_id: int = 0,
+        share: Share,
         loaded_log: LoadedLog | None = None,
     ) -> None:
         self.spec = spec
@@ -74,32 +89,96 @@ class LoadGenerator:
         self.store = store
         self.judge = judge
         self.model = model
-        self.first_session_id = first_session_id
+        self.share = share
         self.loaded_log = loaded_log  # what the divergence oracle's replay needs, per turn
-        self.counts = LiveCounts(sessions_total=spec.sessions)
+        self.counts = LiveCounts(sessions_total=len(share.session_ids))
+        self.probe = LoopProbe(self.clock, on_window=store.add_client_load)
         self._corrupted_sessions: set[int] = set()
+        self._scope: anyio.CancelScope | None = None
+
+    @classmethod
+    def for_endpoint(
+        cls,
+        spec: RunSpec,
+        base_url: str,
+        watchdog: Watchdog,
+        store: RunStore,
+        model: str,
+        share: Share,
+        loaded_log: LoadedLog | None = None,
+    ) -> LoadGenerator:
+        """The load against one endpoint, every turn judged by the checkers."""
+        from repro.checkers import check_turn
+        from repro.harness.client import client_factory
+        from repro.scenarios import get_scenario
+
+        new_client = client_factory(
+            base_url,
+            watchdog,
+            idle_timeout_s=spec.stall_after_s * 2,
+            max_output_tokens=spec.max_output_tokens,
+        )
+        scenario = get_scenario(spec.scenario)
+        return cls(
+            spec, scenario, new_client, watchdog, store, check_turn, model, share, loaded_log
+        )
 
     @property
     def wedge(self) -> str | None:
         return self.watchdog.wedge
 
+    @property
+    def pauses(self) -> int:
+        return self.watchdog.pauses
+
+    @property
+    def paused_s(self) -> float:
+        return self.watchdog.paused_s
+
+    def client_load(self) -> ClientLoad:
+        return self.probe.figures()
+
     async def run(self) -> None:
         """Run every session; returns early (self.wedge set) if the engine stops making progress;
         raises StoreError if the run folder cannot be written."""
-        slots = anyio.Semaphore(self.spec.effective_concurrency())
+        # The first verdict compiles the tools' schemas and loads the checkers: done here, not
+        # inside the first turn, where it would hold the loop (and every timing) for a while.
+        self.judge(AssistantOutput(finish_reason="stop"), self.tools)
+        # What is alive now (modules, scenario, checkers) lives as long as the run: set aside
+        # from the cyclic collector, whose full passes over it held the loop 100-150 ms.
+        gc.collect()
+        gc.freeze()
+        try:
+            await self._run_sessions()
+        finally:
+            gc.unfreeze()
+        self.probe.end_window()
+
+    async def _run_sessions(self) -> None:
+        slots = anyio.Semaphore(self.share.concurrency)
         async with anyio.create_task_group() as outer:
+            self._scope = outer.cancel_scope
             outer.start_soon(self._watch, outer.cancel_scope)
             outer.start_soon(self._flush_every, FLUSH_EVERY_S)
+            outer.start_soon(self.probe.run)
             async with anyio.create_task_group() as sessions:
-                for i in range(self.spec.sessions):
+                for i, session_id in enumerate(self.share.session_ids):
                     await slots.acquire()  # released when the session ends
-                    sessions.start_soon(
-                        self._session, self.first_session_id + i, self._start_delay(i), slots
-                    )
+                    # Due now (or after its ramp-up delay): a late start is the client's lag.
+                    due_s = self.clock.now() + self._start_delay(i)
+                    sessions.start_soon(self._session, session_id, due_s, slots)
             outer.cancel_scope.cancel()
 
+    def stop(self, wedge: str | None = None) -> None:
+        """End the load now (from outside: another process decided); with `wedge`, the turns
+        in flight are recorded as stalled by it, else as cancelled."""
+        if wedge is not None and self.watchdog.wedge is None:
+            self.watchdog.wedge = wedge
+        if self._scope is not None:
+            self._scope.cancel()
+
     def _start_delay(self, index: int) -> float:
-        concurrency = self.spec.effective_concurrency()
+        concurrency = self.share.concurrency
         return self.spec.ramp_up_s * index / concurrency if index < concurrency else 0.0
 
     async def _watch(self, scope: anyio.CancelScope) -> None:
@@ -111,27 +190,29 @@ class LoadGenerator:
             await anyio.sleep(period_s)
             await self.store.flush()
 
-    async def _session(self, session_id: int, delay_s: float, slot: anyio.Semaphore) -> None:
+    async def _session(self, session_id: int, due_s: float, slot: anyio.Semaphore) -> None:
         try:
-            await anyio.sleep(delay_s)
+            await anyio.sleep(max(due_s - self.clock.now(), 0.0))
             self.counts.sessions_active += 1
             try:
-                await self._converse(session_id)
+                await self._converse(session_id, due_s)
             finally:
                 self.counts.sessions_active -= 1
                 self.counts.sessions_done += 1
         finally:
             slot.release()
 
-    async def _converse(self, session_id: int) -> None:
+    async def _converse(self, session_id: int, due_s: float) -> None:
         client = self.new_client()
         try:
-            await self._turns(session_id, client)
+            await self._turns(session_id, client, due_s)
         finally:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
-    async def _turns(self, session_id: int, client: ChatClient) -> None:
+    async def _turns(self, session_id: int, client: ChatClient, due_s: float) -> None:
+        """The session's turns, each due the moment the one before ended (an agent waits for
+        nothing else): send lag is everything repro did, or waited for, in between."""
         spec = self.spec
         if spec.history == "scripted":  # the scenario's plan is the history, whatever comes back
             plan = ScriptedHistory(
@@ -146,7 +227,7 @@ class LoadGenerator:
         for turn in range(self.spec.max_turns):
             request = self._request(messages)
             body = orjson.dumps(request)
-            progress = StreamProgress(scheduled_at_s=self.clock.now())
+            progress = StreamProgress(scheduled_at_s=due_s)
             abort_after = self._abort_point(session_id, turn, aborts_in_a_row)
             await self._send(client, session_id, turn, body, progress, abort_after)
             verdict, defects = self._judge(session, progress)
@@ -156,9 +237,11 @@ class LoadGenerator:
                     session_id, turn, progress.error, progress.bad_event, progress.bad_event_chars
                 )
             if record.corrupted:
-                self.store.add_failure(record, request, [_defect_dict(d) for d in defects])
+                calls = _call_dicts(verdict.calls or progress.tool_calls())
+                self.store.add_failure(record, request, [_defect_dict(d) for d in defects], calls)
             if self.loaded_log is not None and plan and progress.outcome is TurnOutcome.OK:
                 self.loaded_log.add(session_id, turn, plan.step, body, progress)
+            due_s = progress.ended_at_s
             if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
                 aborts_in_a_row += 1
                 continue
@@ -263,6 +346,8 @@ class LoadGenerator:
         usage = progress.usage
         calls = verdict.calls or progress.tool_calls()
         first = defects[0] if defects else None
+        gaps = progress.gaps
+        gap_buckets, gap_bucket_counts = gaps.bucket_columns()
         record = TurnRecord(
             session_id=session_id,
             turn=turn,
@@ -280,12 +365,14 @@ class LoadGenerator:
             finish_reason=progress.finish_reason,
             content="".join(progress.content),
             reasoning="".join(progress.reasoning),
-            tool_calls=json.dumps(
-                [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False
-            ),
+            tool_calls=json.dumps(_call_dicts(calls), ensure_ascii=False),
             n_calls=len(calls),
             chunks=progress.chunks,
-            gaps_s=progress.gaps_s,
+            gap_count=gaps.count,
+            gap_mean_s=gaps.mean_s,
+            gap_max_s=gaps.max_s if gaps.count else None,
+            gap_buckets=gap_buckets,
+            gap_bucket_counts=gap_bucket_counts,
             request_bytes=request_bytes,
             corrupted=bool(defects),
             defect_kinds=sorted({d.kind for d in defects}),
@@ -312,6 +399,10 @@ class LoadGenerator:
             counts.errors += 1
         counts.completion_tokens += record.completion_tokens or 0
         counts.max_prompt_tokens = max(counts.max_prompt_tokens, record.prompt_tokens or 0)
+
+
+def _call_dicts(calls: Sequence[ToolCall]) -> list[dict[str, str]]:
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 def _defect_dict(defect: Defect) -> dict:

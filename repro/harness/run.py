@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import ssl
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -32,17 +31,18 @@ from repro.errors import (
     StoreError,
     UsageError,
 )
-from repro.harness.client import ChatClient, RunClock
+from repro.harness.client import RunClock
 from repro.harness.launcher import Deployment
 from repro.harness.launchers import deploy, plan_for
 from repro.harness.loaded_log import LoadedLog
-from repro.harness.loadgen import LoadGenerator
+from repro.harness.loadgen import LoadGenerator, Share
 from repro.harness.local_role import hurry_all
 from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
 from repro.harness.replay import Replay
 from repro.harness.watchdog import Watchdog
+from repro.harness.workers import WorkerFleet
 from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle
 from repro.knobs import STORY_DEFAULTS
 from repro.results.reading import read_turns
@@ -213,36 +213,27 @@ async def drive(
 ) -> RunSummary:
     """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit
     (raises StoreError, after saying so in summary.json when it can, if it cannot be written)."""
-    from repro.checkers import check_turn
-
     store = RunStore(run_dir)
     record = _spec_record(spec, endpoint, first_session_id)
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
-    watchdog = Watchdog(clock, spec.stall_after_s)
-    tls = ssl.create_default_context()  # built once: each session's client reuses it
-
-    def new_client() -> ChatClient:
-        return ChatClient(endpoint.base_url, watchdog, spec.stall_after_s * 2, tls=tls)
-
-    scenario = get_scenario(spec.scenario)
-    loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None
-    generator = LoadGenerator(
-        spec,
-        scenario,
-        new_client,
-        watchdog,
-        store,
-        check_turn,
-        await _model_name(endpoint.base_url, spec),
-        first_session_id,
-        loaded_log,
-    )
+    model = await _model_name(endpoint.base_url, spec)
+    sessions = range(first_session_id, first_session_id + spec.sessions)
+    workers = spec.effective_workers()
+    loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None  # then one worker
+    generator: LoadGenerator | WorkerFleet
+    if workers > 1:
+        generator = WorkerFleet(spec, endpoint.base_url, store, clock, model, sessions, workers)
+    else:
+        watchdog = Watchdog(clock, spec.stall_after_s)
+        share = Share(sessions, spec.effective_concurrency())
+        generator = LoadGenerator.for_endpoint(
+            spec, endpoint.base_url, watchdog, store, model, share, loaded_log
+        )
     replay = None
     if loaded_log is not None:
-        replay = Replay(
-            spec, scenario, generator.model, run_dir, lambda: read_turns(store.turns_dir)
-        )
+        scenario = get_scenario(spec.scenario)
+        replay = Replay(spec, scenario, model, run_dir, lambda: read_turns(store.turns_dir))
     interrupted, error = False, None
     try:
         async with anyio.create_task_group() as group:
@@ -274,6 +265,7 @@ async def drive(
         error = error or write_error
         if loaded_log is not None:
             loaded_log.close()
+        client = generator.client_load()
         summary = _final_summary(
             store,
             replay,
@@ -283,8 +275,15 @@ async def drive(
             wedge=generator.wedge,
             error=str(error) if error else None,
             ended_because=_ended_because(error),
-            client_pauses=watchdog.pauses,
-            client_paused_s=watchdog.paused_s,
+            client_pauses=generator.pauses,
+            client_paused_s=generator.paused_s,
+            client_loop_lag_s={
+                "p50": round(client.lag_p50_s, 4),
+                "p99": round(client.lag_p99_s, 4),
+                "max": round(client.lag_max_s, 4),
+            },
+            client_cpu_share=client.cpu_share,
+            client_workers=workers,
             engine=endpoint.engine,
             url=endpoint.base_url,
             started_at=record["started_at"],

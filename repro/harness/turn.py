@@ -55,7 +55,13 @@ class TurnRecord:
     tool_calls: str  # JSON list of {"name", "arguments"} as received or parsed
     n_calls: int
     chunks: int
-    gaps_s: list[float]
+    # Inter-token gaps as running figures (harness.gap_stats): their count, mean and max, and
+    # a log-bucket histogram as parallel lists (bucket ids, counts) for pooled percentiles.
+    gap_count: int
+    gap_mean_s: float | None
+    gap_max_s: float | None
+    gap_buckets: list[int]
+    gap_bucket_counts: list[int]
     request_bytes: int
     corrupted: bool
     defect_kinds: list[str]

@@ -85,11 +85,11 @@ class Watchdog:
             if late_s > self.pause_slack_s:
                 self._set_aside(late_s, now)
             self._enforce(now)
-            idle_s = now - self._latest_event_s()
-            if self._open and idle_s > self.stall_after_s:
+            idle_s = now - self.latest_event_s()
+            if self.open_requests and idle_s > self.stall_after_s:
                 self.wedge = (
                     f"the engine stopped making progress: no token for {idle_s:.0f} s "
-                    f"with {len(self._open)} requests open"
+                    f"with {self.open_requests} requests open"
                 )
                 return
 
@@ -117,7 +117,8 @@ class Watchdog:
                 continue
             watched.scope.cancel()
 
-    def _latest_event_s(self) -> float:
+    def latest_event_s(self) -> float:
+        """When the engine last moved for this watchdog (pauses of repro count as moves)."""
         latest = self._last_progress_s
         for watched in self._open.values():
             latest = max(latest, watched.progress.last_event_at_s)

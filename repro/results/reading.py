@@ -60,6 +60,9 @@ class _WrittenSummary(BaseModel):
     divergence: dict[str, Any] | None = None  # the replay's own figures (sampling, wall time)
     client_pauses: int = Field(0, ge=0)
     client_paused_s: float = Field(0.0, ge=0)
+    client_loop_lag_s: dict[str, float] | None = None
+    client_cpu_share: float = Field(0.0, ge=0)
+    client_workers: int = Field(1, ge=1)
     wall_s: float = Field(0.0, ge=0)
 
 
@@ -101,6 +104,9 @@ def read_run(path: Path) -> RunFolder:
         ended_because=written.ended_because if written else None,
         client_pauses=written.client_pauses if written else 0,
         client_paused_s=written.client_paused_s if written else 0.0,
+        client_loop_lag_s=written.client_loop_lag_s if written else None,
+        client_cpu_share=written.client_cpu_share if written else 0.0,
+        client_workers=written.client_workers if written else 1,
         engine=spec.engine,
         url=spec.url,
         started_at=spec.started_at,
@@ -134,7 +140,6 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
     """turns.parquet as one Arrow table (only `columns`, when given), parts in write order;
     a table that is not repro's, or is damaged, is one sentence."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from repro.results.store import TURN_SCHEMA
 
@@ -146,22 +151,7 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
     if not parts:
         return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
     try:
-        tables = []
-        for part in parts:
-            names = pq.read_schema(part).names
-            missing = [n for n in wanted if n not in names and n not in _ADDED_LATER]
-            if missing:
-                raise UsageError(
-                    f"{turns} is not a turns table written by repro run: it lacks {', '.join(missing)}."
-                )
-            table = pq.read_table(part, columns=[n for n in wanted if n in names])
-            for name in wanted:  # a column newer than the run: its default, as the record has
-                if name not in names:
-                    value = pa.array(
-                        [_ADDED_LATER[name]] * table.num_rows, TURN_SCHEMA.field(name).type
-                    )
-                    table = table.append_column(TURN_SCHEMA.field(name), value)
-            tables.append(table.select(wanted))
+        tables = [_read_part(part, wanted, turns) for part in parts]
         return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
@@ -176,6 +166,62 @@ _ADDED_LATER = {
     for f in dataclasses.fields(TurnRecord)
     if f.default is not dataclasses.MISSING
 }
+GAP_COLUMNS = ("gap_count", "gap_mean_s", "gap_max_s", "gap_buckets", "gap_bucket_counts")
+
+
+def _read_part(part: Path, wanted: list[str], turns: Path) -> pa.Table:
+    """One part's `wanted` columns as repro writes them now: a run written when a turn kept
+    its gaps as a list (`gaps_s`) gets the figures the list gives, and a column added since
+    the run was written gets the value its turns had."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from repro.results.store import TURN_SCHEMA
+
+    names = pq.read_schema(part).names
+    gaps_as_list = "gaps_s" in names and "gap_count" not in names
+    have = set(names) | (set(GAP_COLUMNS) if gaps_as_list else set())
+    missing = [n for n in wanted if n not in have and n not in _ADDED_LATER]
+    if missing:
+        raise UsageError(
+            f"{turns} is not a turns table written by repro run: it lacks {', '.join(missing)}."
+        )
+    read = [n for n in wanted if n in names]
+    if gaps_as_list and any(n in GAP_COLUMNS for n in wanted):
+        read.append("gaps_s")
+    table = pq.read_table(part, columns=read)
+    if "gaps_s" in table.column_names:
+        table = _with_gap_figures(table)
+    for name in wanted:
+        if name not in table.column_names:
+            field = TURN_SCHEMA.field(name)
+            table = table.append_column(
+                field, pa.array([_ADDED_LATER[name]] * table.num_rows, field.type)
+            )
+    return table.select(wanted)
+
+
+def _with_gap_figures(table: pa.Table) -> pa.Table:
+    """The table with the gap figures of its `gaps_s` lists in place of the lists."""
+    import pyarrow as pa
+
+    from repro.harness.gap_stats import GapStats
+    from repro.results.store import TURN_SCHEMA
+
+    figures: dict[str, list] = {c: [] for c in GAP_COLUMNS}
+    for gaps in table.column("gaps_s").to_pylist():
+        stats = GapStats()
+        for gap in gaps or ():
+            stats.add(gap)
+        buckets, counts = stats.bucket_columns()
+        for name, value in zip(GAP_COLUMNS, (stats.count, stats.mean_s,
+                               stats.max_s if stats.count else None, buckets, counts), strict=True):  # fmt: skip
+            figures[name].append(value)
+    table = table.drop_columns(["gaps_s"])
+    for name in GAP_COLUMNS:
+        field = TURN_SCHEMA.field(name)
+        table = table.append_column(field, pa.array(figures[name], field.type))
+    return table
 
 
 def _is_part(path: Path) -> bool:

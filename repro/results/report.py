@@ -86,6 +86,27 @@ def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
     return rows
 
 
+def _client_row(summary: RunSummary) -> SummaryRow | None:
+    """repro's own load; when it was the bottleneck, the one line that says so."""
+    lag = summary.client_loop_lag_s
+    if not lag and not summary.client_was_slow:
+        return None  # a run from before repro measured itself
+    workers = f" over {summary.client_workers} workers" if summary.client_workers > 1 else ""
+    load = (
+        f"loop lag p99 {lag.get('p99', 0.0) * 1000:,.0f} ms, send lag p99 "
+        f"{summary.send_lag_p99_s * 1000:,.0f} ms, CPU {summary.client_cpu_share:.0%} of a core"
+        f"{workers}"
+    )
+    if not summary.client_was_slow:
+        return SummaryRow("client", load)
+    return SummaryRow(
+        "client *",
+        f"repro, not the engine, was the bottleneck ({load}): the figures marked * include "
+        "its own delay; run fewer sessions or more --workers",
+        "yellow",
+    )
+
+
 def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     """The figures both reports print, worded once so the terminal and the page agree."""
     sessions = wilson(summary.sessions_corrupted, summary.sessions)
@@ -118,24 +139,20 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
             )
         )
     latency = summary.latency_s
+    mark = " *" if summary.client_was_slow else ""  # figures that include repro's own delay
     rows += [
         SummaryRow("context", _context(summary)),
-        SummaryRow("TTFT p50/p90/p99", _ms(latency.get("ttft", {}))),
-        SummaryRow("end-to-end p50/p90/p99", _ms(latency.get("e2e", {}))),
+        SummaryRow(f"TTFT p50/p90/p99{mark}", _ms(latency.get("ttft", {}))),
+        SummaryRow(f"end-to-end p50/p90/p99{mark}", _ms(latency.get("e2e", {}))),
         SummaryRow(
-            "throughput",
+            f"throughput{mark}",
             f"{summary.output_tokens_per_s:,.0f} output tokens/s over "
             f"{summary.divergence.get('load_wall_s') or summary.wall_s:,.0f} s",
         ),
     ]
-    if summary.client_was_slow:
-        rows.append(
-            SummaryRow(
-                "client",
-                f"send lag p99 {summary.send_lag_p99_s:.2f} s: repro was a bottleneck",
-                "yellow",
-            )
-        )
+    client = _client_row(summary)
+    if client is not None:
+        rows.append(client)
     if run_dir is not None:
         rows.append(SummaryRow("run folder", str(run_dir)))
     return rows

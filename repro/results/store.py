@@ -7,6 +7,7 @@ turns.parquet/        one row per turn, as a dataset folder: every few seconds t
                       table at any moment (pyarrow, pandas, repro.results.reading)
 failures.jsonl        each corrupted turn's full request and raw output, flushed per line
 protocol_errors.jsonl each event that broke the chat-completion protocol, as received
+client_load.jsonl     every 5 s, repro's own event-loop lag and CPU share (per worker process)
 logs/                 engine logs per role (the launcher writes them)
 summary.json          written at the end, on every way out, with `ended_because`
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import time
@@ -37,6 +37,9 @@ from repro.harness.turn import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"
+FAILURES = "failures.jsonl"
+PROTOCOL_ERRORS = "protocol_errors.jsonl"
+CLIENT_LOAD = "client_load.jsonl"
 WRITE_TRIES = 3
 RETRY_AFTER_S = (0.5, 1.0)  # waits between the tries: a disk that frees up soon is waited for
 RESERVE_BYTES = 64 * 1024  # room kept for summary.json; a summary is a few kB
@@ -50,7 +53,7 @@ _ARROW_TYPES = {
     "int | None": pa.int64(),
     "float | None": pa.float64(),
     "str | None": pa.string(),
-    "list[float]": pa.list_(pa.float64()),
+    "list[int]": pa.list_(pa.int32()),
     "list[str]": pa.list_(pa.string()),
 }
 # Built from TurnRecord's annotations (strings under postponed evaluation), so the two cannot drift.
@@ -123,7 +126,11 @@ class JsonLines:
             raise
 
     def append(self, item: dict[str, Any]) -> None:
-        retried(self.path, lambda: self._write(orjson.dumps(item) + b"\n"))
+        self.append_raw(orjson.dumps(item))
+
+    def append_raw(self, line: bytes) -> None:
+        """One line already in JSON (a worker process's, relayed), without its newline."""
+        retried(self.path, lambda: self._write(line + b"\n"))
         self.lines += 1
 
     def close(self) -> None:
@@ -132,11 +139,39 @@ class JsonLines:
             self._fd = None
 
 
-class RunStore:
-    """Appends turns and failures to one run folder; the folder must be new or empty."""
+class RelayedLines:
+    """JsonLines' interface in a worker process: each line goes to the process that owns the
+    run folder's files (harness.workers), which appends it; parts alone are the worker's."""
 
-    def __init__(self, run_dir: Path) -> None:
-        if any((run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")):
+    def __init__(self, name: str, relay: Callable[[str, bytes], None]) -> None:
+        self.name, self.relay, self.lines = name, relay, 0
+
+    def append(self, item: dict[str, Any]) -> None:
+        self.relay(self.name, orjson.dumps(item))
+        self.lines += 1
+
+    def close(self) -> None:
+        pass
+
+
+class RunStore:
+    """Appends turns and failures to one run folder; the folder must be new or empty.
+
+    In a worker process (`worker` = its index, `relay` = the way to its parent), it writes
+    its own parts, named part-wNN-…, into the shared turns.parquet/, and relays every JSON
+    line to the parent, the one writer of the run folder's other files.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        worker: int | None = None,
+        relay: Callable[[str, bytes], None] | None = None,
+    ) -> None:
+        if worker is None and any(
+            (run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")
+        ):
             raise UsageError(
                 f"{run_dir} already holds a run; choose a new --out so it is not overwritten."
             )
@@ -151,14 +186,36 @@ class RunStore:
         self.rows_lost = 0
         self.write_error: StoreError | None = None
         self._parts = 0
+        self._worker = worker
+        self._part_prefix = "" if worker is None else f"w{worker:02d}-"
         self._pending: list[TurnRecord] = []
-        self._failures = retried(run_dir / "failures.jsonl", lambda: JsonLines(self.failures_path))
-        self._protocol_errors = JsonLines(run_dir / "protocol_errors.jsonl", create=False)
+        self._failures: JsonLines | RelayedLines
+        self._protocol_errors: JsonLines | RelayedLines
+        self._client_load: JsonLines | RelayedLines
+        if relay is not None:
+            self._failures = RelayedLines(FAILURES, relay)
+            self._protocol_errors = RelayedLines(PROTOCOL_ERRORS, relay)
+            self._client_load = RelayedLines(CLIENT_LOAD, relay)
+            return
+        self._failures = retried(run_dir / FAILURES, lambda: JsonLines(self.failures_path))
+        self._protocol_errors = JsonLines(run_dir / PROTOCOL_ERRORS, create=False)
+        self._client_load = JsonLines(run_dir / CLIENT_LOAD, create=False)
         self._reserve()
 
     @property
     def failures_path(self) -> Path:
-        return self.run_dir / "failures.jsonl"
+        return self.run_dir / FAILURES
+
+    def append_relayed(self, name: str, line: bytes) -> None:
+        """A JSON line a worker process relayed, appended to the named file of this folder."""
+        files = {
+            FAILURES: self._failures,
+            PROTOCOL_ERRORS: self._protocol_errors,
+            CLIENT_LOAD: self._client_load,
+        }
+        target = files[name]
+        assert isinstance(target, JsonLines)
+        target.append_raw(line)
 
     @property
     def logs_dir(self) -> Path:
@@ -194,9 +251,14 @@ class RunStore:
         self._pending.append(record)
 
     def add_failure(
-        self, record: TurnRecord, request: dict[str, Any], defects: list[dict[str, Any]]
+        self,
+        record: TurnRecord,
+        request: dict[str, Any],
+        defects: list[dict[str, Any]],
+        tool_calls: list[dict[str, str]],
     ) -> None:
-        """One line per corrupted turn: the full request, the raw output and every defect."""
+        """One line per corrupted turn: the full request, the raw output and every defect
+        (`tool_calls` as the record holds them in JSON, given as objects: never parsed back)."""
         self._failures.append(
             {
                 "session_id": record.session_id,
@@ -205,11 +267,17 @@ class RunStore:
                 "output": {
                     "content": record.content,
                     "reasoning": record.reasoning,
-                    "tool_calls": json.loads(record.tool_calls),
+                    "tool_calls": tool_calls,
                     "finish_reason": record.finish_reason,
                 },
                 "request": request,
             }
+        )
+
+    def add_client_load(self, window: dict[str, Any]) -> None:
+        """One window of the client's own loop lag and CPU share (harness.loop_probe)."""
+        self._client_load.append(
+            window if self._worker is None else {**window, "worker": self._worker}
         )
 
     def add_protocol_error(
@@ -242,6 +310,7 @@ class RunStore:
                 self._write_rows(rows)
         self._failures.close()
         self._protocol_errors.close()
+        self._client_load.close()
         return self.write_error
 
     def _take_pending(self) -> list[TurnRecord]:
@@ -252,7 +321,7 @@ class RunStore:
         return rows
 
     def _write_rows(self, rows: list[TurnRecord]) -> None:
-        path = self.turns_dir / f"part-{self._parts:06d}.parquet"
+        path = self.turns_dir / f"part-{self._part_prefix}{self._parts:06d}.parquet"
         try:
             retried(path, lambda: self._write_part(rows, path))
         except StoreError as exc:

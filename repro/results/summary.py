@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-SLOW_CLIENT_LAG_S = 0.25  # p99 send lag above this means repro itself was the bottleneck
+# repro itself was the bottleneck when either passes its bound: the p99 delay between a turn
+# being due and being sent, or the p99 lateness of its event loop (harness.loop_probe), which
+# every timing it takes then includes.
+SLOW_CLIENT_LAG_S = 0.25
+SATURATED_LOOP_LAG_S = 0.05
 # The columns the figures need; the rest of a turn (its text) is never read for a summary.
 SUMMARY_COLUMNS = (
     "session_id",
@@ -36,7 +40,9 @@ SUMMARY_COLUMNS = (
     "sent_at_s",
     "first_token_at_s",
     "ended_at_s",
-    "gaps_s",
+    "gap_max_s",
+    "gap_buckets",
+    "gap_bucket_counts",
     "defect_kinds",
     "judged",
 )
@@ -73,6 +79,9 @@ class RunSummary:
     output_tokens_per_s: float = 0.0
     send_lag_p99_s: float = 0.0
     client_was_slow: bool = False
+    client_loop_lag_s: dict[str, float] = field(default_factory=dict)  # p50, p99, max
+    client_cpu_share: float = 0.0  # CPU seconds per wall second, summed over worker processes
+    client_workers: int = 1
     wedge: str | None = None
     error: str | None = None
     ended_because: str = "completed"  # one of ENDED; `error` or `wedge` says more
@@ -151,6 +160,9 @@ def summarize_frame(
     ended_because: str | None = None,
     client_pauses: int = 0,
     client_paused_s: float = 0.0,
+    client_loop_lag_s: dict[str, float] | None = None,
+    client_cpu_share: float = 0.0,
+    client_workers: int = 1,
     engine: str = "",
     url: str = "",
     started_at: str = "",
@@ -159,7 +171,6 @@ def summarize_frame(
     divergence: dict[str, Any] | None = None,
 ) -> RunSummary:
     """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
-    import numpy as np
 
     numbers = ("prompt_tokens", "completion_tokens", "scheduled_at_s", "sent_at_s")
     numbers += ("first_token_at_s", "ended_at_s")
@@ -179,7 +190,8 @@ def summarize_frame(
     load_s = (divergence or {}).get("load_wall_s") or wall_s  # the replay produces no load
     lags = turns["sent_at_s"] - turns["scheduled_at_s"]
     lag_p99 = percentiles(lags).get("p99", 0.0)
-    gaps = [np.asarray(g, dtype="float64") for g in ok["gaps_s"]]
+    loop_lag = dict(client_loop_lag_s or {})
+    itl = _pooled_gaps(ok)
     return RunSummary(
         sessions=sessions,
         sessions_corrupted=sessions_corrupted,
@@ -204,12 +216,16 @@ def summarize_frame(
         latency_s={
             "ttft": percentiles(ok["first_token_at_s"] - ok["sent_at_s"]),
             "e2e": percentiles(ok["ended_at_s"] - ok["sent_at_s"]),
-            "itl": percentiles(np.concatenate(gaps) if gaps else []),
+            "itl": itl,
         },
         completion_tokens=completion,
         output_tokens_per_s=round(completion / load_s, 1) if load_s > 0 else 0.0,
         send_lag_p99_s=round(lag_p99, 4),
-        client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S,
+        client_was_slow=lag_p99 > SLOW_CLIENT_LAG_S
+        or loop_lag.get("p99", 0.0) > SATURATED_LOOP_LAG_S,
+        client_loop_lag_s=loop_lag,
+        client_cpu_share=round(client_cpu_share, 3),
+        client_workers=client_workers,
         wedge=wedge,
         error=error,
         ended_because=ended_because or _ended_because(interrupted, wedge, error),
@@ -222,6 +238,19 @@ def summarize_frame(
         oracle=oracle or "validity",
         divergence=divergence or {},
     )
+
+
+def _pooled_gaps(judged: pd.DataFrame) -> dict[str, float]:
+    """Inter-token gap percentiles over every judged turn, from the turns' histograms."""
+    import numpy as np
+
+    from repro.harness.gap_stats import percentiles_of
+
+    if judged.empty:
+        return {}
+    buckets = np.concatenate([np.asarray(b, dtype="int64") for b in judged["gap_buckets"]])
+    counts = np.concatenate([np.asarray(c, dtype="int64") for c in judged["gap_bucket_counts"]])
+    return percentiles_of(buckets, counts, float(judged["gap_max_s"].astype("float64").max()))
 
 
 def _ended_because(interrupted: bool, wedge: str | None, error: str | None) -> str:

@@ -47,6 +47,20 @@ def test_compiled_sets_are_cached_by_content() -> None:
     assert other is not first and "search" not in other
 
 
+def test_the_same_list_asked_again_is_never_serialised_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from repro.checkers import toolset as module
+
+    tools = [dict(t) for t in TOOLS]
+    first = toolset_for(tools)
+    dumps = []
+    monkeypatch.setattr(module.orjson, "dumps", lambda *a, **k: dumps.append(a) or b"[]")
+    assert all(toolset_for(tools) is first for _ in range(3)) and dumps == []
+    toolset_for([dict(t) for t in TOOLS])  # another list: keyed by its JSON again
+    assert len(dumps) == 1
+
+
 def test_an_identical_call_reuses_its_verdict() -> None:
     tools = ToolSet.from_openai(TOOLS)
     calls = 0

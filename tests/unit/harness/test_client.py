@@ -1,4 +1,4 @@
-"""The streaming client against scripted SSE bodies (httpx.MockTransport): outcomes and fields."""
+"""The streaming client against scripted SSE bodies served on 127.0.0.1: outcomes and fields."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 from collections.abc import AsyncIterator
 
 import anyio
-import httpx
 import pytest
 
 from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome
 from repro.harness.watchdog import running_watchdog
+from tests.unit.harness.scripted_server import Scripted, scripted_server
 
 pytestmark = pytest.mark.anyio
 
@@ -66,14 +66,8 @@ GOOD = sse(
 async def call(
     body: bytes | AsyncIterator[bytes], status: int = 200, idle_timeout_s: float = 5, **kwargs
 ) -> StreamProgress:
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/v1/chat/completions"
-        return httpx.Response(status, content=body, headers={"content-type": "text/event-stream"})
-
-    async with running_watchdog() as watchdog:
-        client = ChatClient(
-            "http://engine", watchdog, idle_timeout_s, transport=httpx.MockTransport(handler)
-        )
+    async with scripted_server([(status, body)]) as url, running_watchdog() as watchdog:
+        client = ChatClient(url, watchdog, idle_timeout_s)
         progress = StreamProgress(scheduled_at_s=watchdog.clock.now())
         try:
             await client.stream_chat(
@@ -96,7 +90,7 @@ async def test_a_complete_stream_is_assembled() -> None:
     assert progress.call_ids() == ("call_a", "call_b")
     assert progress.finish_reason == "tool_calls"
     assert progress.usage.prompt_tokens == 1200 and progress.usage.completion_tokens == 42
-    assert progress.chunks == 7 and len(progress.gaps_s) == 6
+    assert progress.chunks == 7 and progress.gaps.count == 6
     assert (
         progress.sent_at_s
         <= progress.first_token_at_s
@@ -259,3 +253,69 @@ async def test_an_error_status_with_a_broken_event_stream_is_a_transport_error()
     progress = await call(body, status=500)
     assert progress.outcome is TurnOutcome.TRANSPORT_ERROR and progress.http_status == 500
     assert "malformed event stream" in progress.error
+
+
+async def test_a_whole_stream_in_one_read_is_assembled() -> None:
+    # Head and 100 kB of events in one write: the header limit counts only the head.
+    words = [f"w{i} " for i in range(800)]
+    body = sse(*(chunk(content=w) for w in words), "[DONE]")
+    progress = await call(body)
+    assert progress.outcome is TurnOutcome.OK and "".join(progress.content) == "".join(words)
+    assert progress.chunks == 800 and progress.gaps.count == 799
+
+
+async def test_an_endless_line_is_cut_as_a_protocol_error() -> None:
+    async def endless() -> AsyncIterator[bytes]:
+        yield sse(chunk(content="kept"))
+        yield b'data: {"choices": [{"delta": {"content": "'
+        for _ in range(40):
+            yield b"x" * 65536  # 2.5 MB and no newline
+        await anyio.sleep(10)
+
+    progress = await call(endless())
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR and "an event passed" in progress.error
+    assert "".join(progress.content) == "kept"
+
+
+async def test_a_response_past_its_byte_cap_is_cut_as_a_protocol_error() -> None:
+    async def flood() -> AsyncIterator[bytes]:
+        while True:
+            yield sse(*(chunk(content="y" * 100) for _ in range(100)))
+
+    async with scripted_server([(200, flood())]) as url, running_watchdog() as watchdog:
+        client = ChatClient(url, watchdog, 5, max_response_bytes=200_000)
+        progress = StreamProgress(scheduled_at_s=0.0)
+        await client.stream_chat(b"{}", progress, deadline_s=5)
+        await client.aclose()
+    assert progress.outcome is TurnOutcome.PROTOCOL_ERROR and "200,000 bytes" in progress.error
+    assert 0 < len("".join(progress.content)) <= 200_000
+
+
+async def test_turns_share_one_kept_alive_connection() -> None:
+    scripted = Scripted([(200, GOOD), (400, b'{"error": "no"}'), (200, GOOD)])
+    async with scripted_server([], scripted) as url, running_watchdog() as watchdog:
+        client = ChatClient(url + "/prefix", watchdog, 5)
+        outcomes = []
+        for _ in range(3):
+            progress = StreamProgress(scheduled_at_s=0.0)
+            await client.stream_chat(b'{"n": 1}', progress, deadline_s=5)
+            outcomes.append(progress.outcome)
+        await client.aclose()
+    assert outcomes == [TurnOutcome.OK, TurnOutcome.HTTP_ERROR, TurnOutcome.OK]
+    assert scripted.connections == 1
+    assert scripted.requests == [("/prefix/v1/chat/completions", b'{"n": 1}')] * 3
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
+    scripted = Scripted([(200, GOOD)])
+    async with scripted_server([], scripted) as url, running_watchdog() as watchdog:
+        client = ChatClient(url, watchdog, 5)
+        first = StreamProgress(scheduled_at_s=0.0)
+        await client.stream_chat(b"{}", first, deadline_s=5)
+        for task in list(scripted.handlers):
+            task.cancel()  # the server drops the idle connection
+        await anyio.sleep(0.1)
+        second = StreamProgress(scheduled_at_s=0.0)
+        await client.stream_chat(b"{}", second, deadline_s=5)
+        await client.aclose()
+    assert first.outcome is second.outcome is TurnOutcome.OK and scripted.connections == 2

@@ -104,6 +104,23 @@ def test_a_run_folder_from_before_the_parts_still_reads(tmp_path: Path) -> None:
     assert (s.sessions, s.sessions_corrupted, s.turns) == (80, 5, 80)
 
 
+def test_a_run_folder_with_gap_lists_reads_with_their_figures(tmp_path: Path) -> None:
+    # Earlier versions kept every inter-token gap of a turn as a list (gaps_s).
+    folder = write_run(tmp_path / "old", corrupted=0, sessions=3)
+    table = pq.read_table(folder / "turns.parquet")
+    for name in ("gap_count", "gap_mean_s", "gap_max_s", "gap_buckets", "gap_bucket_counts"):
+        table = table.drop_columns(name)
+    gaps = [[0.01, 0.02, 0.03], [], [0.5]]
+    table = table.append_column("gaps_s", pa.array(gaps, pa.list_(pa.float64())))
+    shutil.rmtree(folder / "turns.parquet")
+    pq.write_table(table, folder / "turns.parquet")
+    run = read_run(folder)
+    assert [r.gap_count for r in run.records] == [3, 0, 1]
+    assert run.records[0].gap_mean_s == pytest.approx(0.02) and run.records[2].gap_max_s == 0.5
+    itl = run.summary.latency_s["itl"]
+    assert itl["max"] == 0.5 and itl["p50"] == pytest.approx(0.02, rel=0.03)  # nearest rank
+
+
 def test_a_live_run_before_its_first_flush_reads_as_no_turns_yet(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "live")
     store.write_spec({"config": {}, "engine": "repro-sim 0.1", "url": "http://x"})

@@ -13,10 +13,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from repro.errors import StoreError, UsageError
+from repro.harness.gap_stats import GapStats
 from repro.harness.turn import TurnRecord
 from repro.results import store as store_module
 from repro.results.reading import read_turn_table
 from repro.results.store import RunStore
+
+
+def gap_columns(gaps_s: list[float]) -> dict:
+    """A TurnRecord's gap fields for these gaps, as the client keeps them."""
+    stats = GapStats()
+    for gap in gaps_s:
+        stats.add(gap)
+    buckets, counts = stats.bucket_columns()
+    return dict(gap_count=stats.count, gap_mean_s=stats.mean_s, gap_max_s=stats.max_s if
+                gaps_s else None, gap_buckets=buckets, gap_bucket_counts=counts)  # fmt: skip
 
 
 def record(session_id: int = 0, turn: int = 0, corrupted: bool = False, **kw) -> TurnRecord:
@@ -25,7 +36,7 @@ def record(session_id: int = 0, turn: int = 0, corrupted: bool = False, **kw) ->
         scheduled_at_s=1.0, sent_at_s=1.01, first_token_at_s=1.2, last_token_at_s=1.9, ended_at_s=2.0,
         prompt_tokens=2000 + 2600 * turn, completion_tokens=100, cached_tokens=None, finish_reason="tool_calls",
         content="", reasoning="thinking", tool_calls='[{"name": "read_file", "arguments": "{}"}]', n_calls=1,
-        chunks=10, gaps_s=[0.05] * 9, request_bytes=1000, corrupted=corrupted,
+        chunks=10, **gap_columns([0.05] * 9), request_bytes=1000, corrupted=corrupted,
         defect_kinds=["malformed_markup"] if corrupted else [], first_defect="malformed_markup@content:3: x" if corrupted else "",
     )  # fmt: skip
     fields.update(kw)
@@ -47,7 +58,8 @@ def test_each_flush_appends_a_part_and_never_rewrites_one(tmp_path: Path) -> Non
     assert sorted(p.name for p in turns.iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
     rows = pq.read_table(turns).to_pylist()
     assert len(rows) == 151 and rows[-1]["session_id"] == 99  # parts read back in write order
-    assert rows[0]["gaps_s"] == [0.05] * 9 and rows[0]["cached_tokens"] is None
+    assert rows[0]["gap_count"] == 9 and rows[0]["gap_max_s"] == 0.05
+    assert sum(rows[0]["gap_bucket_counts"]) == 9 and rows[0]["cached_tokens"] is None
     assert len(pd.read_parquet(turns)) == 151  # one table for pandas too
     assert store.rows_written == 151 and store.rows_lost == 0
 
@@ -118,10 +130,11 @@ def test_protocol_errors_file_appears_only_when_one_happens(tmp_path: Path) -> N
 def test_failures_are_on_disk_before_close(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     bad = record(corrupted=True, content="<|DSML|function_calls>")
-    store.add_failure(
-        bad, {"messages": [{"role": "user", "content": "hi"}]}, [{"kind": "malformed_markup"}]
-    )
+    calls = [{"name": "read_file", "arguments": "{}"}]
+    request = {"messages": [{"role": "user", "content": "hi"}]}
+    store.add_failure(bad, request, [{"kind": "malformed_markup"}], calls)
     line = json.loads((tmp_path / "failures.jsonl").read_text())
+    assert line["output"]["tool_calls"] == calls
     assert line["request"]["messages"][0]["content"] == "hi"
     assert line["output"]["content"] == "<|DSML|function_calls>"
     assert line["defects"] == [{"kind": "malformed_markup"}]

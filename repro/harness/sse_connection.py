@@ -1,0 +1,315 @@
+"""One kept-alive HTTP/1.1 connection that streams a chat response's server-sent events, parsed
+from raw bytes in the read callback.
+
+Everything a read brings is handled where it arrives, in `data_received`: one clock read,
+the HTTP framing by httptools (llhttp, in C), SSE lines split on bytes, each event's JSON
+decoded and validated once (harness.chunk) and folded into the request's StreamProgress
+(StreamProgress.apply, harness.client). The waiting coroutine wakes once per response, not once per
+read: a wake-up and a stack of async iterators per read is what made the client, not the
+engine, set the pace at a few hundred paced streams (bench/RESULTS.md, peer_cost and
+client_scale). Bytes are capped per event and per response, so a hostile server cannot make
+repro hold an endless line or gigabytes inside the turn deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+import httptools
+import orjson
+
+from repro.harness.chunk import DECODE_ERRORS, decode_chunk, violation
+from repro.harness.turn import TurnOutcome
+
+if TYPE_CHECKING:
+    from repro.harness.client import StreamProgress
+
+MAX_HEAD_BYTES = 64 * 1024  # status line and headers
+MAX_EVENT_BYTES = 1024 * 1024  # one SSE line; far above any real chunk (a whole tool call fits)
+ERROR_BODY_BYTES = 2000  # of an error answer, kept as the turn's error text
+BAD_EVENT_CHARS = 4096  # of an event that breaks the protocol, kept as evidence
+_KEEP_ERROR_BYTES = 64 * 1024  # of an error body, read to judge whether it is a broken stream
+OK = TurnOutcome.OK
+_perf_counter = time.perf_counter  # read once per read of every stream: no attribute lookup
+
+
+class SseConnection(asyncio.Protocol):
+    """A connection for one request at a time; `send` starts one and returns a future that is
+    done when the response has ended, one way or another (the outcome is in the progress)."""
+
+    # Slots: every read touches a dozen of these, on as many connections as sessions.
+    __slots__ = (
+        "_abort_after", "_content_type", "_done", "_error_body", "_error_bytes", "_head_done",
+        "_live", "_max_bytes", "_now", "_parser", "_progress", "_received", "_status", "_t0",
+        "_tail", "_tokens", "closed", "reusable", "transport",
+    )  # fmt: skip
+
+    def __init__(self, t0: float) -> None:
+        self._t0 = t0  # the run clock's origin: times are perf_counter() - t0
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.reusable = False  # the last response ended cleanly and the server keeps the line
+        self._live = False  # a request is waiting for its response
+        self._progress: StreamProgress | None = None
+        self._done: asyncio.Future[None] | None = None
+        self._received = 0
+
+    # --- one request -------------------------------------------------------------------
+    def send(
+        self,
+        request: list[bytes],
+        progress: StreamProgress,
+        *,
+        abort_after: int | None,
+        max_bytes: int,
+    ) -> asyncio.Future[None]:
+        self._progress, self._abort_after, self._max_bytes = progress, abort_after, max_bytes
+        self._parser = httptools.HttpResponseParser(self)
+        self._status = 0
+        self._content_type = b""
+        self._head_done = False
+        self._received = 0
+        self._tokens = 0  # events with text in the current read
+        self._now = 0.0
+        self._tail = b""  # the start of an SSE line whose end has not arrived yet
+        self._error_body: list[bytes] = []
+        self._error_bytes = 0
+        self.reusable = False
+        self._done = done = asyncio.get_running_loop().create_future()
+        self._live = True
+        assert self.transport is not None
+        self.transport.writelines(request)
+        return done
+
+    @property
+    def answered(self) -> bool:
+        """Whether any byte of the current response arrived (else a retry is safe)."""
+        return self._received > 0
+
+    def _finish(self) -> None:
+        """The response is over: stamp its end and wake the request's coroutine."""
+        if not self._live:
+            return
+        self._live = False
+        if self._progress is not None:
+            self._progress.ended_at_s = time.perf_counter() - self._t0
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _stop(self, outcome: TurnOutcome, error: str) -> None:
+        """End the request here: the outcome, then the connection (its rest is never read)."""
+        if self._progress is not None:
+            self._progress.fail(outcome, error)
+        self.close()
+        self._finish()
+
+    def close(self) -> None:
+        self.reusable = False
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.abort()
+
+    # --- asyncio.Protocol ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed, self.reusable = True, False
+        progress = self._progress
+        if not self._live or progress is None:
+            return
+        if not self._head_done:
+            why = f": {exc}" if exc else ""
+            progress.fail(
+                TurnOutcome.TRANSPORT_ERROR,
+                f"the server closed the connection before answering{why}",
+            )
+        elif self._status != 200:
+            self._error_answer()
+        else:
+            self._stream_ended(exc)
+        self._finish()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._live:
+            self.close()  # bytes nobody asked for: the server broke HTTP framing
+            return
+        progress = self._progress
+        assert progress is not None
+        self._now = now = _perf_counter() - self._t0  # the one clock read of this read
+        progress.last_event_at_s = now
+        self._received += len(data)
+        if self._received > self._max_bytes:
+            self._stop(
+                TurnOutcome.PROTOCOL_ERROR,
+                f"the response passed {self._max_bytes:,} bytes; repro stopped reading it",
+            )
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            if self._live:
+                self._stop(TurnOutcome.TRANSPORT_ERROR, f"malformed HTTP response: {exc}")
+        if not self._head_done and self._received > MAX_HEAD_BYTES and self._live:
+            self._stop(
+                TurnOutcome.PROTOCOL_ERROR,
+                f"the response headers passed {MAX_HEAD_BYTES:,} bytes without ending",
+            )
+        if self._tokens:  # timing once per read: the events of one read arrived together
+            progress.tokens_arrived(self._tokens, now)
+            self._tokens = 0
+
+    def eof_received(self) -> bool:
+        return False  # close our side too; connection_lost judges what arrived
+
+    # --- httptools callbacks -------------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"content-type":
+            self._content_type = value
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        self._status = self._parser.get_status_code()
+        assert self._progress is not None
+        self._progress.http_status = self._status
+
+    def on_body(self, body: bytes) -> None:
+        if self._status != 200:
+            if self._error_bytes < _KEEP_ERROR_BYTES:
+                self._error_body.append(body)
+            self._error_bytes += len(body)
+            return
+        if not self._live:
+            return
+        if self._tail or not body.startswith(b"data:") or not body.endswith(b"\n"):
+            self._events(self._tail + body)
+            return
+        # The common body of a real server's stream: one whole event. The decoder refuses
+        # more than one JSON value, so a body of several events takes the long way below.
+        progress = self._progress
+        assert progress is not None
+        if progress.done:
+            return
+        try:
+            event = decode_chunk(body[5:])
+        except DECODE_ERRORS:
+            self._events(body)  # [DONE], several events, or a bad one: the long way
+            return
+        if progress.apply(event):
+            self._tokens += 1
+            if self._abort_after is not None:
+                self._check_abort()
+        if progress.outcome is not OK:
+            self._stop(progress.outcome, progress.error)
+
+    def on_message_complete(self) -> None:
+        if not self._live:
+            return
+        if self._status != 200:
+            self._error_answer()
+        else:
+            self._stream_ended(None)
+        assert self._progress is not None
+        # Reused only when the whole answer was read: a clean stream, or an error body.
+        whole = self._status != 200 or self._progress.done
+        self.reusable = whole and self._parser.should_keep_alive()
+        if not self.reusable:
+            self.close()
+        self._finish()
+
+    # --- the event stream ----------------------------------------------------------------
+    def _events(self, buffer: bytes) -> None:
+        """Every whole `data:` line of this body, in order; an unfinished last one waits."""
+        progress = self._progress
+        assert progress is not None
+        lines = buffer.split(b"\n")
+        tail = lines.pop()
+        if len(tail) > MAX_EVENT_BYTES:
+            self._stop(
+                TurnOutcome.PROTOCOL_ERROR,
+                f"an event passed {MAX_EVENT_BYTES:,} bytes without ending",
+            )
+            return
+        self._tail = tail
+        for line in lines:
+            # Blank separators, comments (keep-alives) and other SSE fields carry no data.
+            if not line.startswith(b"data:"):
+                continue
+            if progress.done:
+                continue  # read to the end after [DONE], so the connection is reused
+            payload = line[5:]
+            try:
+                event = decode_chunk(payload)
+            except DECODE_ERRORS as exc:
+                if payload.strip() == b"[DONE]":  # the end, once per stream: not worth a test
+                    progress.done = True
+                    continue
+                text = payload.strip().decode("utf-8", "replace")
+                progress.bad_event, progress.bad_event_chars = text[:BAD_EVENT_CHARS], len(text)
+                self._stop(TurnOutcome.PROTOCOL_ERROR, violation(exc))
+                return
+            if progress.apply(event):
+                self._tokens += 1
+                if self._check_abort():
+                    return
+            if progress.outcome is not OK:  # an error event: apply() said what it was
+                self._stop(progress.outcome, progress.error)
+                return
+
+    def _check_abort(self) -> bool:
+        """--abort-rate: give up after this many chunks, closing the connection as a client
+        that gives up does."""
+        abort_after = self._abort_after
+        if abort_after is None:
+            return False
+        assert self._progress is not None
+        chunks = self._progress.chunks + self._tokens
+        if chunks < abort_after:
+            return False
+        self._stop(TurnOutcome.ABORTED, f"aborted by repro after {chunks} chunks")
+        return True
+
+    def _stream_ended(self, exc: Exception | None) -> None:
+        """The response is over (its last chunk, or the connection went): was it whole?"""
+        progress = self._progress
+        assert progress is not None
+        if progress.outcome is not OK or progress.done:
+            return
+        if self._tail.strip():
+            if self._tail.startswith(b"data:") and self._tail[5:].strip() == b"[DONE]":
+                progress.done = True  # the last line lacked its newline: still the end
+                return
+            progress.fail(TurnOutcome.TRANSPORT_ERROR, "the stream ended inside an event (cut off)")
+            return
+        why = f" ({type(exc).__name__}: {exc})" if exc else ""
+        progress.fail(
+            TurnOutcome.TRANSPORT_ERROR, f"the stream ended without [DONE] (cut off){why}"
+        )
+
+    def _error_answer(self) -> None:
+        """A status other than 200: the server's words, or a broken stream it came as."""
+        progress = self._progress
+        assert progress is not None
+        body = b"".join(self._error_body)
+        text = body[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
+        if self._content_type.startswith(b"text/event-stream") and _has_broken_event(body):
+            # sglang-router 0.3.2 sends a streamed decode 500 as a cut-off, non-JSON event:
+            # the transport mangled it; the engine's words never arrived.
+            progress.fail(
+                TurnOutcome.TRANSPORT_ERROR,
+                f"HTTP {self._status}: malformed event stream (cut off): {text}",
+            )
+            return
+        progress.fail(TurnOutcome.HTTP_ERROR, f"HTTP {self._status}: {text}")
+
+
+def _has_broken_event(body: bytes) -> bool:
+    for line in body.splitlines():
+        if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+            try:
+                orjson.loads(line[5:])
+            except orjson.JSONDecodeError:
+                return True
+    return False
