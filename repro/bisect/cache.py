@@ -24,10 +24,20 @@ CACHE_VERSION = 1
 
 # RunSpec fields that cannot change what a session observes: where the engine listens, how
 # long start-up may take, the profile's path (its content is in the engine identity), and
-# where and on how many engines the divergence oracle's replay runs. The launcher's fields
+# where and on how many engines the divergence oracle's replay runs, and how many client
+# processes share the sessions (the requests are the same). The launcher's fields
 # are keyed below, only when they place the engine elsewhere.
 _NOT_IN_KEY = frozenset(
-    {"url", "port", "health_timeout_s", "profile", "knobs", "reference_urls", "reference_engines"}
+    {
+        "url",
+        "port",
+        "health_timeout_s",
+        "profile",
+        "knobs",
+        "reference_urls",
+        "reference_engines",
+        "workers",
+    }
 )
 _LAUNCH_FIELDS = frozenset({"launcher", "nodes", "partition", "account", "time_limit"})
 # The oracle's settings are keyed only when one differs from its default, so trials measured

@@ -202,8 +202,8 @@ def test_empty_values_where_a_turn_always_has_one_are_one_sentence(tmp_path: Pat
     pq.write_table(table.set_column(2, "outcome", nulls), folder / "turns.parquet")
     with pytest.raises(UsageError, match="column 'outcome' has empty values"):
         read_run(folder)
-    pq.write_table(table.drop_columns(["gaps_s"]), folder / "turns.parquet")
-    with pytest.raises(UsageError, match="it lacks gaps_s"):
+    pq.write_table(table.drop_columns(["gap_buckets"]), folder / "turns.parquet")
+    with pytest.raises(UsageError, match="it lacks gap_buckets"):
         read_run(folder)
 
 
