@@ -24,7 +24,7 @@ from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
 from repro.sim.response import DONE, TurnRenderer, error_body, usage_of
-from repro.sim.scheduler import Scheduler
+from repro.sim.scheduler import PrefillForward, Scheduler
 from repro.sim.timing import CostModel
 from repro.sim.tokens import split_tokens
 
@@ -44,17 +44,28 @@ class Engine:
         cache = (
             None
             if config.role == "decode"
-            else PrefixCache(config.device_cache_tokens, config.hicache)
+            else PrefixCache(config.device_pool_tokens, config.hicache)
         )
         self.cache = cache
         self.scheduler = Scheduler(
-            config, self.cost, cache, self.metrics, on_prefill=self._on_prefill
+            config,
+            self.cost,
+            cache,
+            self.metrics,
+            on_prefill=self._on_prefill,
         )
+        if cache is not None:
+            log.info(
+                "device KV pool: %d tokens (%.0f GB at %d bytes per token, index-K %s)",
+                cache.capacity_tokens,
+                config.kv_pool_gb,
+                config.bytes_per_token,
+                config.index_k_dtype,
+            )
         self.race = IndexKRace(config)
         self.pool = SlotPool(size=512)
         self.bootstrap_worker = BootstrapWorker(config)
         self.drift = Drift(config)
-        self.transfers_in_flight = 0
         self.board = HandoverBoard() if config.role == "prefill" else None
         self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
         self.ready = False
@@ -154,14 +165,28 @@ class Engine:
 
     # --- faults ----------------------------------------------------------------------
 
-    def _on_prefill(self, batch: list[Generation], start_s: float, duration_s: float) -> None:
+    def _on_prefill(self, forward: PrefillForward) -> None:
         """Scheduler hook: slots are handed out and the index-K race is run for this batch."""
-        loads = [g for g in batch if g.match.host_tokens > 0]
-        for gen in batch:
+        for gen in forward.batch:
             _, gen.slot_previous_rid = self.pool.acquire(gen.rid)
-        for gen in loads:
-            other_copies = len(loads) - 1 + self.transfers_in_flight
-            if not self.race.decide(gen.match.host_tokens, other_copies, gen.key).stale:
+        for gen, load_done_s in zip(forward.batch, forward.load_done_s, strict=True):
+            slack_s = forward.head_start_s + forward.compute_s
+            outcome = self.race.decide(load_done_s, slack_s, gen.key)
+            if load_done_s > 0:
+                log.debug(
+                    "load-back rid=%s host_tokens=%d prompt_tokens=%d batch=%d handovers=%d "
+                    "load_s=%.4f slack_s=%.4f ratio=%.3f stale=%s",
+                    gen.rid,
+                    gen.match.host_tokens,
+                    gen.prompt_tokens,
+                    len(forward.batch),
+                    forward.handovers,
+                    load_done_s,
+                    slack_s,
+                    outcome.fill_over_slack,
+                    outcome.stale,
+                )
+            if not outcome.stale:
                 continue
             gen.index_k_stale = True
             self.metrics.index_k_stale_reads_total += 1
@@ -213,6 +238,7 @@ class Engine:
             self.pool.release(gen.rid)
             if not completed:
                 self._client_gone(gen)
+            self.scheduler.release(gen)
 
     async def _collect(self, gen: Generation, renderer: TurnRenderer) -> Response:
         try:
@@ -221,6 +247,7 @@ class Engine:
         finally:
             self._by_rid.pop(gen.rid, None)
             self.pool.release(gen.rid)
+            self.scheduler.release(gen)
         renderer.finish()
         reason = renderer.finish_reason(gen.finish_reason)
         return json_response(renderer.body(reason, self._usage(gen)))
@@ -271,8 +298,10 @@ class Engine:
                     message = f"KV transfer for room {room} timed out: decode never fetched it."
                     return json_response(error_body(message, 500, "InternalServerError"), 500)
         finally:
+            # The pages are the prompt's until decode has pulled its KV (or it failed).
             self._by_rid.pop(gen.rid, None)
             self.pool.release(gen.rid)
+            self.scheduler.release(gen)
             if room is not None:
                 self.board.discard(room)
         reason = "abort" if gen.finish_reason == "abort" else "length"
@@ -303,11 +332,7 @@ class Engine:
                 error_body(f"room {room}: bootstrap worker is dead", 504, "Timeout"), 504
             )
         info = handover.info or {}
-        self.transfers_in_flight += 1
-        try:
-            await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
-        finally:
-            self.transfers_in_flight -= 1
+        await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
         handover.fetched.set()
         return json_response(orjson.dumps(info))
 

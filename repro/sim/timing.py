@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from repro.sim.config import EngineConfig
 
+HOST_LOAD_BYTES_PER_S = 450.0e9  # calibration constant, see docs/sim.md
+
 
 @dataclass(frozen=True, slots=True)
 class CostModel:
@@ -22,9 +24,9 @@ class CostModel:
     prefill_base_s: float = 0.010
     prefill_tokens_per_s: float = 40_000.0
     prefill_attention_s_per_token_context: float = 1.0e-10  # quadratic term: new x context
-    host_load_bytes_per_s: float = 4.0e9  # HiCache host->device (index-K + KV pages)
-    kv_bytes_per_token: int = 70_272  # MLA latent (576 x 2 bytes) x 61 layers
-    transfer_bytes_per_s: float = 40.0e9  # PD KV transfer (RDMA)
+    host_load_bytes_per_s: float = HOST_LOAD_BYTES_PER_S  # HiCache host->device link
+    transfer_bytes_per_s: float = 50.0e9  # PD KV hand-over: one 400 Gb/s NIC per GPU (RDMA)
+    bytes_per_token: int = 78_324  # what a token costs in the pool and on the wire (config)
     decode_factor: float = 1.0
     prefill_factor: float = 1.0
     transfer_factor: float = 1.0
@@ -41,7 +43,12 @@ class CostModel:
         if config.topk_v2:
             decode *= 0.97
         transfer = 1.15 if config.transfer_backend == "nixl" else 1.0
-        return cls(decode_factor=decode, prefill_factor=prefill, transfer_factor=transfer)
+        return cls(
+            decode_factor=decode,
+            prefill_factor=prefill,
+            transfer_factor=transfer,
+            bytes_per_token=config.bytes_per_token,
+        )
 
     def decode_step_s(self, batch_size: int, context_tokens: int) -> float:
         """One decode step for the whole running batch (one token per sequence)."""
@@ -54,14 +61,14 @@ class CostModel:
         attention = self.prefill_attention_s_per_token_context * new_tokens * context_tokens
         return (self.prefill_base_s + linear + attention) * self.prefill_factor
 
-    def host_load_s(self, tokens: int, index_k_bytes_per_token: int) -> float:
-        """HiCache load-back of `tokens` from host memory (KV and index-K pages)."""
-        return (
-            tokens
-            * (self.kv_bytes_per_token + index_k_bytes_per_token)
-            / self.host_load_bytes_per_s
-        )
+    def host_load_s(self, nbytes: int, handovers: int = 0) -> float:
+        """HiCache load-back of `nbytes` host -> device while `handovers` PD hand-overs cross
+        the same link: each takes its NIC's rate, and the load-back gets what is left (never
+        less than a fair share)."""
+        link = self.host_load_bytes_per_s
+        left = max(link - handovers * self.transfer_bytes_per_s, link / (1 + handovers))
+        return nbytes / left
 
     def transfer_s(self, tokens: int) -> float:
-        """PD hand-over of a prompt's KV from prefill to decode."""
-        return tokens * self.kv_bytes_per_token / self.transfer_bytes_per_s * self.transfer_factor
+        """PD hand-over of a prompt's KV and index-K from prefill to decode."""
+        return tokens * self.bytes_per_token / self.transfer_bytes_per_s * self.transfer_factor
