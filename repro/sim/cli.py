@@ -20,6 +20,8 @@ from repro.sim.config import (
     DEFAULT_KV_POOL_GB,
     DEFAULT_STREAM_INTERVAL_TOKENS,
     DEFAULT_TIME_SCALE,
+    DEFAULT_TRANSFER_QUEUES,
+    DEFAULT_TRANSFER_TIMEOUT_S,
     EngineConfig,
     RouterConfig,
 )
@@ -43,6 +45,15 @@ def _env_flag(name: str, default: bool) -> bool:
     if lowered in ("false", "0", "no", "n"):
         return False
     return default
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A positive number (seconds, or a count) from the environment; else the default."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 def _port(text: str) -> int:
@@ -199,6 +210,10 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         time_scale=args.time_scale,
         stream_interval_tokens=max(1, args.stream_interval),
         bootstrap_timeout_s=args.disaggregation_bootstrap_timeout,
+        transfer_timeout_s=_env_seconds("MC_TRANSFER_TIMEOUT", DEFAULT_TRANSFER_TIMEOUT_S),
+        transfer_queues=int(
+            _env_seconds("SGLANG_DISAGGREGATION_QUEUE_SIZE", DEFAULT_TRANSFER_QUEUES)
+        ),
         kv_pool_gb=args.kv_pool_gb,
         log_level=args.log_level,
     )

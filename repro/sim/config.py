@@ -13,6 +13,11 @@ DEFAULT_STREAM_INTERVAL_TOKENS = 8
 # GPU memory left for the KV pool of one 8-GPU DeepSeek-V3.2 instance after weights and
 # activations, per GPU (with TP the MLA latent is replicated, so this is the instance's pool).
 DEFAULT_KV_POOL_GB = 80.0
+# Mooncake's end-to-end transfer timeout (MC_TRANSFER_TIMEOUT, seconds); modelled time here.
+DEFAULT_TRANSFER_TIMEOUT_S = 60.0
+# SGLang's KV sender shards hand-overs by room over this many queues, one at a time each
+# (SGLANG_DISAGGREGATION_QUEUE_SIZE).
+DEFAULT_TRANSFER_QUEUES = 4
 
 # What one token costs in the device pool (and on the host tier, and on the wire), per layer:
 # the MLA latent in bf16 (512 + 64 dims x 2 bytes) and the indexer's key. fp8 index-K is 128
@@ -47,6 +52,8 @@ class EngineConfig:
     time_scale: float = DEFAULT_TIME_SCALE
     stream_interval_tokens: int = DEFAULT_STREAM_INTERVAL_TOKENS
     bootstrap_timeout_s: float = 300.0
+    transfer_timeout_s: float = DEFAULT_TRANSFER_TIMEOUT_S  # modelled seconds
+    transfer_queues: int = DEFAULT_TRANSFER_QUEUES
     kv_pool_gb: float = DEFAULT_KV_POOL_GB
     log_level: str = "info"
 

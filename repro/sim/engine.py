@@ -19,7 +19,7 @@ from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
 from repro.sim.generation import Generation
 from repro.sim.metrics import EngineMetrics
 from repro.sim.model import encode_turn, plan_turn
-from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
+from repro.sim.pd import Handover, HandoverBoard, KvReceiver, TransferError
 from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
@@ -67,6 +67,8 @@ class Engine:
         self.bootstrap_worker = BootstrapWorker(config)
         self.drift = Drift(config)
         self.board = HandoverBoard() if config.role == "prefill" else None
+        # The KV sender's queues: each sends its hand-overs one after another.
+        self._transfer_queues = [asyncio.Lock() for _ in range(max(1, config.transfer_queues))]
         self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
         self.ready = False
         self.started_at = time.time()
@@ -188,10 +190,18 @@ class Engine:
                 )
             if not outcome.stale:
                 continue
-            gen.index_k_stale = True
             self.metrics.index_k_stale_reads_total += 1
             if self.config.role == "single":
                 self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
+                continue
+            # PD: the KV sender reaches the index-K pages once the forward and the KV part are done.
+            sender_at_s = (
+                forward.head_start_s + forward.duration_s + self.cost.kv_part_s(gen.prompt_tokens)
+            )
+            if outcome.misses(sender_at_s):
+                gen.handover_stuck = True  # the request fails; what it read never reaches anyone
+            else:
+                gen.index_k_stale = True
 
     def _corrupt(
         self, gen: Generation, preferred_rid: str | None = None, preferred_room: int | None = None
@@ -289,6 +299,7 @@ class Engine:
                     "transfer_s": self.cost.transfer_s(gen.prompt_tokens),
                     "index_k_stale": gen.index_k_stale,
                     "stale_from_room": previous,
+                    "stuck": gen.handover_stuck,
                 }
                 self.board.publish(room, info)
                 try:
@@ -332,9 +343,33 @@ class Engine:
                 error_body(f"room {room}: bootstrap worker is dead", 504, "Timeout"), 504
             )
         info = handover.info or {}
-        await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
+        # A hand-over stuck in a queue holds up the ones behind it (head-of-line).
+        async with self._transfer_queues[room % len(self._transfer_queues)]:
+            if info.get("stuck"):
+                return await self._stuck_handover(room, handover, info)
+            await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
         handover.fetched.set()
         return json_response(orjson.dumps(info))
+
+    async def _stuck_handover(self, room: int, handover: Handover, info: dict) -> Response:
+        """The KV pages went; the index-K part waits for a signal that never comes, then the
+        transfer times out. The prefill holds the request's pages all along."""
+        timeout_s = self.config.transfer_timeout_s
+        message = (
+            f"KV transfer for room {room} failed: the index-K pages of its prefix loaded back "
+            f"from the host tier ({info.get('host_tokens', 0)} tokens) never became ready to send "
+            f"(bf16 index-K, ungated load-back); timed out after {timeout_s:g} s"
+        )
+        log.warning("%s", message)
+        self.metrics.stuck_handovers_total += 1
+        try:
+            await asyncio.sleep(
+                (self.cost.kv_part_s(int(info.get("prompt_tokens", 0))) + timeout_s)
+                * self.config.time_scale
+            )
+        finally:
+            handover.fetched.set()  # the prefill may let the pages go now
+        return json_response(error_body(message, 500, "InternalServerError"), 500)
 
     def room_aborted(self, room: int) -> None:
         """Decode dropped a room (its client went away mid-stream)."""

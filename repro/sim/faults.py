@@ -9,6 +9,11 @@ See docs/sim.md for what each one models and its calibration. In short:
   indexer's read does not wait for it (`--index-k-gate buggy`), so when the copy has not
   landed by the read, the pages' previous bytes are read. A stale read corrupts the output
   only if another request is in flight to splice bytes from.
+- Stuck hand-over (the same copy, seen by PD's KV sender): bf16 index-K is not in the layout
+  the transfer engine registered, so the sender moves it after the KV pages; if a loaded-back
+  prefix's ungated index-K copy has still not landed when the sender gets there, it waits for
+  a layer-done signal that copy never raises, holding the request's pages, until the
+  transfer times out (MC_TRANSFER_TIMEOUT): a failed turn, never a corrupted one.
 - AbortWedge: PD with the nixl backend: the prefill's bootstrap worker mishandles abort
   notices from decode; after a few it dies and no hand-over ever completes again.
 - Drift ("losing the plot"): bf16 index-K with HiCache off, long contexts under heavy
@@ -33,7 +38,7 @@ log = logging.getLogger("repro.sim.faults")
 # The copy's timing jitter: its extra delay is JITTER_SCALE x Exp(1) of its nominal time
 # (host memory and PCIe/C2C arbitration, the cache controller's thread). The one constant
 # calibrated against the story's headline rate, see docs/sim.md.
-JITTER_SCALE = 0.65
+JITTER_SCALE = 1.0
 SPLICE_MIN_TOKENS = 6
 SPLICE_SPAN_TOKENS = 18
 
@@ -53,8 +58,13 @@ def _unit(seed: int, key: int, salt: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RaceOutcome:
-    stale: bool
+    stale: bool  # the indexer read the pages before the copy landed
+    lands_s: float  # when the index-K copy lands, from the load's start (0: no race possible)
     fill_over_slack: float
+
+    def misses(self, deadline_s: float) -> bool:
+        """Had the copy still not landed by `deadline_s` (e.g. when the KV sender gets there)?"""
+        return self.lands_s > deadline_s
 
 
 class IndexKRace:
@@ -76,11 +86,11 @@ class IndexKRace:
         """The load lands `load_done_s` after it started (jittered); the last indexer read is
         due `slack_s` after that: the head start plus the forward's compute."""
         if not self.enabled or load_done_s <= 0:
-            return RaceOutcome(False, 0.0)
+            return RaceOutcome(False, 0.0, 0.0)
         # Seeded by --seed and the request's content: the same request races the same way.
         jitter = -math.log(1.0 - _unit(self._seed, key, 1)) * JITTER_SCALE
-        ratio = load_done_s * (1.0 + jitter) / slack_s
-        return RaceOutcome(ratio > 1.0, ratio)
+        lands_s = load_done_s * (1.0 + jitter)
+        return RaceOutcome(lands_s > slack_s, lands_s, lands_s / slack_s)
 
 
 def splice(tokens: Sequence[str], donor: Sequence[str], key: int) -> list[str]:

@@ -35,6 +35,7 @@ class Generation:
     bootstrap_addr: tuple[str, int] | None = None  # decode side: the prefill's bootstrap server
     slot_previous_rid: str | None = None  # whose bytes this request's slot held before it
     index_k_stale: bool = False
+    handover_stuck: bool = False  # PD prefill: its index-K part will never be ready to send
     reservation: Reservation | None = None  # its pages in the device pool, while it holds them
 
     @property
