@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from repro.sim.config import (
+    DEFAULT_HOST_LINK_GBYTES_PER_S,
     DEFAULT_KV_POOL_GB,
     DEFAULT_STREAM_INTERVAL_TOKENS,
     DEFAULT_TIME_SCALE,
@@ -68,13 +69,14 @@ _port.__name__ = "port"  # argparse names the type in its message: "invalid port
 
 
 def _positive_gb(text: str) -> float:
+    """A positive amount of gigabytes (or gigabytes a second)."""
     value = float(text)
     if not value > 0:
         raise ValueError(text)
     return value
 
 
-_positive_gb.__name__ = "size in GB"
+_positive_gb.__name__ = "positive number of GB"
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -149,6 +151,12 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="GPU memory of the device KV pool; its size in tokens is this over the per-token "
         "footprint (MLA KV + index-K over 61 layers: 78,324 B with fp8 index-K, 85,888 B with bf16)",
     )
+    p.add_argument(
+        "--host-link-gbytes-per-s",
+        type=_positive_gb,
+        default=DEFAULT_HOST_LINK_GBYTES_PER_S,
+        help="HiCache host -> device bandwidth per GPU, GB/s (450: NVLink-C2C; PCIe Gen5 ~55)",
+    )
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
 
 
@@ -215,6 +223,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
             _env_seconds("SGLANG_DISAGGREGATION_QUEUE_SIZE", DEFAULT_TRANSFER_QUEUES)
         ),
         kv_pool_gb=args.kv_pool_gb,
+        host_link_gbytes_per_s=args.host_link_gbytes_per_s,
         log_level=args.log_level,
     )
 

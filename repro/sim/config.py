@@ -13,6 +13,9 @@ DEFAULT_STREAM_INTERVAL_TOKENS = 8
 # GPU memory left for the KV pool of one 8-GPU DeepSeek-V3.2 instance after weights and
 # activations, per GPU (with TP the MLA latent is replicated, so this is the instance's pool).
 DEFAULT_KV_POOL_GB = 80.0
+# HiCache's host -> device link per GPU: the order of NVLink-C2C (450 GB/s a direction); a
+# PCIe Gen5 x16 host link is about 55. The index-K race's window scales with its inverse.
+DEFAULT_HOST_LINK_GBYTES_PER_S = 450.0
 # Mooncake's end-to-end transfer timeout (MC_TRANSFER_TIMEOUT, seconds); modelled time here.
 DEFAULT_TRANSFER_TIMEOUT_S = 60.0
 # SGLang's KV sender shards hand-overs by room over this many queues, one at a time each
@@ -55,6 +58,7 @@ class EngineConfig:
     transfer_timeout_s: float = DEFAULT_TRANSFER_TIMEOUT_S  # modelled seconds
     transfer_queues: int = DEFAULT_TRANSFER_QUEUES
     kv_pool_gb: float = DEFAULT_KV_POOL_GB
+    host_link_gbytes_per_s: float = DEFAULT_HOST_LINK_GBYTES_PER_S
     log_level: str = "info"
 
     @property

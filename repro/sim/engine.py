@@ -109,7 +109,7 @@ class Engine:
         key = zlib.crc32(orjson.dumps([len(req.messages), req.messages[-1]]))
         if self.config.role == "prefill":
             gen = Generation(req.rid, prompt, [], room=req.bootstrap_room, key=key)
-            return await self._prefill(req, gen)
+            return self._beyond_pool(prompt.prompt_tokens) or await self._prefill(req, gen)
         messages = req.messages
         if self.drift.enabled:
             long_running = sum(
@@ -125,6 +125,8 @@ class Engine:
             req.rid, prompt, split_tokens(completion), room=req.bootstrap_room, key=key
         )
         gen.max_tokens = req.max_tokens
+        if (beyond := self._beyond_pool(prompt.prompt_tokens + len(gen.tokens))) is not None:
+            return beyond
         if self.config.role == "decode" and req.bootstrap_room is not None:
             error = await self._receive_kv(req, gen)
             if error is not None:
@@ -147,6 +149,17 @@ class Engine:
                 self._stream(req, gen, renderer), media_type="text/event-stream"
             )
         return await self._collect(gen, renderer)
+
+    def _beyond_pool(self, tokens: int) -> Response | None:
+        """A request the device pool could never hold would wait forever: refuse it (SGLang
+        caps a request's input by the pool's size too)."""
+        if self.cache is None or tokens <= self.cache.capacity_tokens:
+            return None
+        message = (
+            f"The request needs {tokens} tokens of KV cache; the pool holds "
+            f"{self.cache.capacity_tokens} (--kv-pool-gb {self.config.kv_pool_gb:g})."
+        )
+        return json_response(error_body(message, 400), 400)
 
     async def _receive_kv(self, req: ChatRequest, gen: Generation) -> Response | None:
         assert self.receiver is not None and req.bootstrap_room is not None

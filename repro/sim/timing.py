@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 from repro.sim.config import LAYERS, MLA_KV_BYTES_PER_TOKEN_LAYER, EngineConfig
 
-HOST_LOAD_BYTES_PER_S = 450.0e9  # calibration constant, see docs/sim.md
-
 
 @dataclass(frozen=True, slots=True)
 class CostModel:
@@ -29,7 +27,7 @@ class CostModel:
     prefill_base_s: float = 0.010
     prefill_tokens_per_s: float = 40_000.0
     prefill_attention_s_per_token_context: float = 1.0e-10  # the indexer: new x context, fp8
-    host_load_bytes_per_s: float = HOST_LOAD_BYTES_PER_S  # HiCache host->device link
+    host_load_bytes_per_s: float = 450.0e9  # HiCache host->device link (config)
     transfer_bytes_per_s: float = 50.0e9  # PD KV hand-over: one 400 Gb/s NIC per GPU (RDMA)
     bytes_per_token: int = 78_324  # what a token costs in the pool and on the wire (config)
     decode_factor: float = 1.0
@@ -54,6 +52,7 @@ class CostModel:
             prefill_factor=prefill,
             transfer_factor=transfer,
             bytes_per_token=config.bytes_per_token,
+            host_load_bytes_per_s=config.host_link_gbytes_per_s * 1e9,
             indexer_factor=2.0 if config.index_k_dtype == "bf16" else 1.0,
         )
 
