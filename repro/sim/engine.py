@@ -73,6 +73,7 @@ class Engine:
         self.ready = False
         self.started_at = time.time()
         self._by_rid: dict[str, Generation] = {}
+        self._awaiting_kv: set[Generation] = set()  # decode: hand-overs not yet received
         self._rooms_by_rid: dict[str, int] = {}  # prefill: rooms of recent requests (bounded)
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -112,11 +113,9 @@ class Engine:
             return self._beyond_pool(prompt.prompt_tokens) or await self._prefill(req, gen)
         messages = req.messages
         if self.drift.enabled:
-            long_running = sum(
-                1
-                for g in self.scheduler.all_generations()
-                if g.context_tokens >= DRIFT_CONTEXT_TOKENS
-            )
+            # The load the server holds: what it runs or queues, and (decode) what awaits its KV.
+            held = [*self.scheduler.all_generations(), *self._awaiting_kv]
+            long_running = sum(1 for g in held if g.context_tokens >= DRIFT_CONTEXT_TOKENS)
             messages = (
                 self.drift.perturb(messages, prompt.prompt_tokens, long_running, key) or messages
             )
@@ -128,7 +127,11 @@ class Engine:
         if (beyond := self._beyond_pool(prompt.prompt_tokens + len(gen.tokens))) is not None:
             return beyond
         if self.config.role == "decode" and req.bootstrap_room is not None:
-            error = await self._receive_kv(req, gen)
+            self._awaiting_kv.add(gen)
+            try:
+                error = await self._receive_kv(req, gen)
+            finally:
+                self._awaiting_kv.discard(gen)
             if error is not None:
                 return error
             self.scheduler.add_decode(gen)

@@ -47,7 +47,7 @@ WEDGE_AFTER_ABORTS = 3
 
 # --- drift -----------------------------------------------------------------------------
 DRIFT_MIN_CONTEXT_TOKENS = 40_000
-DRIFT_MIN_LONG_RUNNING = 16  # "heavy load": this many requests in flight past the threshold
+DRIFT_MIN_LONG_RUNNING = 16  # "heavy load": this many requests held past the threshold
 DRIFT_RATE = 0.08
 
 
