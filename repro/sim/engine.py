@@ -17,9 +17,10 @@ from repro.sim.config import EngineConfig
 from repro.sim.faults import DRIFT_MIN_CONTEXT_TOKENS as DRIFT_CONTEXT_TOKENS
 from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
 from repro.sim.generation import Generation
+from repro.sim.kv_sender import KvSender
 from repro.sim.metrics import EngineMetrics
 from repro.sim.model import encode_turn, plan_turn
-from repro.sim.pd import Handover, HandoverBoard, KvReceiver, TransferError
+from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
 from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
@@ -67,8 +68,11 @@ class Engine:
         self.bootstrap_worker = BootstrapWorker(config)
         self.drift = Drift(config)
         self.board = HandoverBoard() if config.role == "prefill" else None
-        # The KV sender's queues: each sends its hand-overs one after another.
-        self._transfer_queues = [asyncio.Lock() for _ in range(max(1, config.transfer_queues))]
+        self.sender = (
+            KvSender(self.board, self.bootstrap_worker, config, self.cost, self.metrics)
+            if self.board is not None
+            else None
+        )
         self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
         self.ready = False
         self.started_at = time.time()
@@ -345,47 +349,9 @@ class Engine:
 
     async def serve_kv(self, room: int, timeout_s: float) -> Response:
         """Bootstrap side: wait for the room's prefill, transfer, answer the facts."""
-        assert self.board is not None
-        handover = self.board.entry(room)
-        try:
-            await asyncio.wait_for(handover.ready.wait(), timeout_s)
-        except TimeoutError:
-            self.board.discard(room)
-            return json_response(error_body(f"room {room} never prefilled", 504, "Timeout"), 504)
-        if self.bootstrap_worker.dead:
-            # Wedged: nobody serves hand-overs any more; the decode side waits until it gives up.
-            await asyncio.sleep(timeout_s)
-            return json_response(
-                error_body(f"room {room}: bootstrap worker is dead", 504, "Timeout"), 504
-            )
-        info = handover.info or {}
-        # A hand-over stuck in a queue holds up the ones behind it (head-of-line).
-        async with self._transfer_queues[room % len(self._transfer_queues)]:
-            if info.get("stuck"):
-                return await self._stuck_handover(room, handover, info)
-            await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
-        handover.fetched.set()
-        return json_response(orjson.dumps(info))
-
-    async def _stuck_handover(self, room: int, handover: Handover, info: dict) -> Response:
-        """The KV pages went; the index-K part waits for a signal that never comes, then the
-        transfer times out. The prefill holds the request's pages all along."""
-        timeout_s = self.config.transfer_timeout_s
-        message = (
-            f"KV transfer for room {room} failed: the index-K pages of its prefix loaded back "
-            f"from the host tier ({info.get('host_tokens', 0)} tokens) never became ready to send "
-            f"(bf16 index-K, ungated load-back); timed out after {timeout_s:g} s"
-        )
-        log.warning("%s", message)
-        self.metrics.stuck_handovers_total += 1
-        try:
-            await asyncio.sleep(
-                (self.cost.kv_part_s(int(info.get("prompt_tokens", 0))) + timeout_s)
-                * self.config.time_scale
-            )
-        finally:
-            handover.fetched.set()  # the prefill may let the pages go now
-        return json_response(error_body(message, 500, "InternalServerError"), 500)
+        assert self.sender is not None
+        status, body = await self.sender.serve(room, timeout_s)
+        return json_response(body, status)
 
     def room_aborted(self, room: int) -> None:
         """Decode dropped a room (its client went away mid-stream)."""
