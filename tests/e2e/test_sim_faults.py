@@ -1,8 +1,8 @@
 """The engine's fault mechanisms through real processes, at CI scale: directions, not counts.
 
-A small device pool (3 GB: ~35k tokens with bf16 index-K) and a slow host link (12 GB/s)
-bring the story's exposure down to 24 sessions of 12k tokens: the sessions' prefixes spill
-to the host tier and later turns load them back, which is where the index-K race lives.
+conftest.SPILL (a 3 GB device pool, a 12 GB/s host link) brings the story's exposure down to
+24 sessions of 12k tokens: the sessions' prefixes spill to the host tier and later turns load
+them back, which is where the index-K race lives.
 """
 
 from __future__ import annotations
@@ -15,17 +15,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.e2e import sim_server
-from tests.e2e.conftest import repro, summary
+from tests.e2e.conftest import SPILL, repro, summary
 from tests.e2e.sim_client import chat_body, stream_chat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
-SPILL = ["--context-max", "12000", "--set", "time_scale=0.05", "--ramp-up", "0.3",
-         "--set", "kv_pool_gb=3", "--set", "host_link_gbytes_per_s=12"]  # fmt: skip
+SMALL = ["--context-max", "12000", "--set", "time_scale=0.05", "--ramp-up", "0.3", *SPILL]
 
 
 def _run(tmp_path: Path, *args: str) -> Path:
     out = tmp_path / "run"
-    done = repro("run", *SPILL, *args, "--out", str(out), timeout=120)
+    done = repro("run", *SMALL, *args, "--out", str(out), timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 
