@@ -55,7 +55,9 @@ def render_html(folder: RunFolder) -> str:
         section(
             "Corruption vs concurrency",
             "Judged turns by how many turns were in flight when each was sent (itself included; "
-            "failed and aborted turns count, as they held a request open).",
+            "failed and aborted turns count, as they held a request open). Within one run the "
+            "fewest are in flight at its end, when the prompts are longest; `repro sweep` "
+            "measures corruption against load, one run per number of sessions.",
             rate_plot(figures.by_concurrency, "turns in flight at send"),
         ),
         section(
