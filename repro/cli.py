@@ -290,6 +290,51 @@ def proxy(
         raise typer.Exit(serve(spec))
 
 
+SweepSessions = Annotated[
+    str,
+    typer.Option("--sessions", help="session counts, one run each (all in flight), e.g. 1,10,80"),
+]
+SweepContexts = Annotated[
+    str, typer.Option("--context-max", help="prompt ceilings to cross with them, e.g. 16000,80000")
+]
+SweepOut = Annotated[
+    Path, typer.Option("--out", help="results folder; points and the table go to <out>/sweep/")
+]
+
+
+@app.command()
+@o.with_options(o.LOAD, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+def sweep(
+    options: dict[str, Any],
+    sessions: SweepSessions = "1,10,20,40,60,80",
+    context_max: SweepContexts = "80000",
+    out: SweepOut = Path("results"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON")] = False,
+) -> None:
+    """One run per point (sessions x --context-max): a table of session and turn rates with
+    Wilson intervals, a parquet file and an HTML page with the curves. Rerun to resume."""
+    from repro.harness.run import Interrupted
+    from repro.sweep import SweepPlan, parse_counts, render_table, run_sweep
+
+    with exit_on_error():
+        plan = SweepPlan.build(
+            run=o.build_spec(**options),
+            sessions=parse_counts(sessions, "--sessions"),
+            contexts_tokens=parse_counts(context_max, "--context-max"),
+            out_dir=out,
+        )
+        try:
+            result = run_sweep(plan, errors if as_json else console)
+        except Interrupted as stop:
+            errors.print("interrupted: finished points are kept; the same command resumes")
+            raise typer.Exit(stop.exit_code) from None
+        if as_json:
+            console.print_json(data=result.to_json())
+            return
+        render_table(result.rows, console)
+        console.print(f"table {result.parquet}\npage  {result.page}")
+
+
 def _mount_bisect() -> None:
     from repro.bisect.commands import app as bisect_app
 

@@ -3,27 +3,15 @@ first corrupted turns. One file with no script and no link, so it can be mailed 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
 
 from repro.errors import UsageError
+from repro.results.html_page import document, section, table
 from repro.results.reading import RunFolder
 from repro.results.report import summary_rows
 from repro.results.run_figures import FIRST_CORRUPTED, RunFigures, run_figures
 from repro.results.store import check_output_file
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
-th, td { text-align: left; padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; vertical-align: top; }
-td.num { text-align: right; }
-.red { color: #c0392b; } .green { color: #1e8449; } .yellow { color: #b9770e; }
-svg { max-width: 100%; height: auto; }
-p.caption { color: #555; font-size: 0.9em; margin-top: 0; }
-code { font-size: 0.85em; white-space: pre-wrap; word-break: break-all; }
-"""
 
 
 def write_html_report(folder: RunFolder, path: Path) -> None:
@@ -49,40 +37,37 @@ def render_html(folder: RunFolder) -> str:
     rows = summary_rows(summary, folder.path)
     title = f"repro report: {folder.path.name}"
     parts = [
-        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-        _table(
+        table(
             None,
             ([f"<b>{escape(r.label)}</b>", escape(r.text)] for r in rows),
             (r.tone for r in rows),
         ),
         "<h2>Defects by kind</h2>",
-        _table(
-            ["kind", "judged turns"], ([escape(k), f"{v:,}"] for k, v in summary.defects.items())
-        )
+        table(["kind", "judged turns"], ([escape(k), f"{v:,}"] for k, v in summary.defects.items()))
         if summary.defects
         else "<p>none</p>",
         _numerical(summary.divergence) if summary.oracle != "validity" else "",
-        _plot(
+        section(
             "Corruption vs context length",
             f"Judged turns (outcome ok) by prompt tokens: the corrupted share, its 95% Wilson "
             f"interval, and n.{_left_out(figures)}",
             rate_plot(figures.by_context, "prompt tokens"),
         ),
-        _plot(
+        section(
             "Corruption vs concurrency",
             "Judged turns by how many turns were in flight when each was sent (itself included; "
-            "failed and aborted turns count, as they held a request open).",
+            "failed and aborted turns count, as they held a request open). Within one run the "
+            "fewest are in flight at its end, when the prompts are longest; `repro sweep` "
+            "measures corruption against load, one run per number of sessions.",
             rate_plot(figures.by_concurrency, "turns in flight at send"),
         ),
-        _plot(
+        section(
             "Latency percentiles vs context length",
             "Judged turns: time to first token and end-to-end time, p50 / p90 / p99, "
             f"by prompt tokens.{_left_out(figures)}",
             latency_plot(figures.latency_by_context),
         ),
-        _plot(
+        section(
             "Timeline",
             "Turns in flight over the run; below, each corrupted turn and each turn that did not "
             "end ok, by outcome (aborted: cancelled on purpose by --abort-rate).",
@@ -91,32 +76,13 @@ def render_html(folder: RunFolder) -> str:
         _corrupted(figures, summary.turns_corrupted),
         "<p class='caption'>Written by <code>repro report</code> from turns.parquet; "
         "failures.jsonl in the run folder holds each corrupted turn's request and raw output.</p>",
-        "</body></html>\n",
     ]
-    return "\n".join(parts)
+    return document(title, parts)
 
 
 def _left_out(figures: RunFigures) -> str:
     n = figures.judged_without_prompt_tokens
     return f" {n:,} judged turns without prompt_tokens are left out." if n else ""
-
-
-def _plot(title: str, caption: str, svg: str) -> str:
-    return f"<h2>{escape(title)}</h2>\n<p class='caption'>{escape(caption)}</p>\n{svg}"
-
-
-def _table(
-    header: Sequence[str] | None, rows: Iterable[Sequence[str]], tones: Iterable[str] = ()
-) -> str:
-    """A table of cells that are already HTML (escaped by the caller); a tone is a CSS class."""
-    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
-    body = "".join(
-        (f"<tr class='{tone}'>" if tone else "<tr>")
-        + "".join(f"<td>{c}</td>" for c in cells)
-        + "</tr>"
-        for cells, tone in zip(rows, itertools.chain(tones, itertools.repeat("")), strict=False)
-    )
-    return f"<table>{head}{body}</table>"
 
 
 def _numerical(divergence: dict) -> str:
@@ -138,7 +104,7 @@ def _numerical(divergence: dict) -> str:
         f"<h2>Numerical divergences</h2>\n<p class='caption'>{len(listed)} of {total}: a token the "
         "reference scored within the margin of its own choice (a near-tie that flipped), so not "
         "counted as corruption.</p>\n"
-        + _table(["session", "turn", "token", "gap (nats)", "reference top-2 margin"], rows)
+        + table(["session", "turn", "token", "gap (nats)", "reference top-2 margin"], rows)
     )
 
 
@@ -159,5 +125,5 @@ def _corrupted(figures: RunFigures, total: int) -> str:
     return (
         f"<h2>Corrupted turns</h2>\n<p class='caption'>{note}, by time sent "
         f"(at most {FIRST_CORRUPTED}).</p>\n"
-        + _table(["session", "turn", "prompt tokens", "first defect"], rows)
+        + table(["session", "turn", "prompt tokens", "first defect"], rows)
     )

@@ -1,4 +1,5 @@
-"""The HTML report's four plots, drawn with matplotlib and returned as inline SVG text.
+"""The HTML report's four plots, drawn with matplotlib and returned as inline SVG text;
+`figure`, `svg` and `no_data` are shared with the sweep page's plots (repro.sweep.page).
 
 matplotlib is imported inside the functions (the CLI stays fast) and never through pyplot:
 each plot is a bare Figure, so no global figure list grows and no GUI backend is touched.
@@ -31,7 +32,7 @@ EVENT_STYLE = {
 }
 
 
-def _figure(rows: int = 1, **grid: object) -> tuple[Figure, list[Axes]]:
+def figure(rows: int = 1, **grid: object) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=SIZE_IN, layout="constrained")
@@ -39,7 +40,7 @@ def _figure(rows: int = 1, **grid: object) -> tuple[Figure, list[Axes]]:
     return fig, list(axes)
 
 
-def _svg(fig: Figure) -> str:
+def svg(fig: Figure) -> str:
     """The figure as an <svg> element: text stays text, no date, no XML prolog."""
     import matplotlib
 
@@ -50,10 +51,10 @@ def _svg(fig: Figure) -> str:
     return text[text.index("<svg") :]
 
 
-def _no_data(fig: Figure, ax: Axes) -> str:
+def no_data(fig: Figure, ax: Axes) -> str:
     ax.set_axis_off()
     ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="#7f8c8d")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _categories(ax: Axes, labels: Sequence[str], xlabel: str) -> None:
@@ -69,9 +70,9 @@ def rate_plot(rates: Sequence[BinRate], xlabel: str) -> str:
     """Corrupted share per bin with its Wilson interval as error bars, and n above each bar."""
     from matplotlib.ticker import PercentFormatter
 
-    fig, (ax,) = _figure()
+    fig, (ax,) = figure()
     if not rates:
-        return _no_data(fig, ax)
+        return no_data(fig, ax)
     x = range(len(rates))
     value = [r.rate.value for r in rates]
     below = [r.rate.value - r.rate.low for r in rates]
@@ -86,14 +87,14 @@ def rate_plot(rates: Sequence[BinRate], xlabel: str) -> str:
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylabel("turns corrupted")
     _categories(ax, [r.bin.label for r in rates], xlabel)
-    return _svg(fig)
+    return svg(fig)
 
 
 def latency_plot(latency: Sequence[BinLatency]) -> str:
     """TTFT and end-to-end p50/p90/p99 per context bin; a bin with no value leaves a gap."""
-    fig, (ax,) = _figure()
+    fig, (ax,) = figure()
     if not latency:
-        return _no_data(fig, ax)
+        return no_data(fig, ax)
     x = range(len(latency))
     for what, colour, pick in (
         ("TTFT", "#2980b9", lambda b: b.ttft_s),
@@ -106,15 +107,15 @@ def latency_plot(latency: Sequence[BinLatency]) -> str:
     ax.set_ylabel("seconds")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     _categories(ax, [b.bin.label for b in latency], "prompt tokens")
-    return _svg(fig)
+    return svg(fig)
 
 
 def timeline_plot(figures: RunFigures) -> str:
     """Turns in flight over time above, and below one row of marks per kind of event."""
-    fig, (line, strip) = _figure(2, sharex=True, height_ratios=(2, 1))
+    fig, (line, strip) = figure(2, sharex=True, height_ratios=(2, 1))
     if not figures.in_flight_times_s.size:
         strip.set_axis_off()
-        return _no_data(fig, line)
+        return no_data(fig, line)
     line.step(figures.in_flight_times_s, figures.in_flight_counts, where="post", color="#34495e")
     line.set_ylim(bottom=0)
     line.set_ylabel("turns in flight")
@@ -129,4 +130,4 @@ def timeline_plot(figures: RunFigures) -> str:
     strip.tick_params(axis="y", labelsize=7)
     strip.set_xlabel("seconds since the run started (marks at each turn's end)")
     strip.grid(axis="x", alpha=0.3)
-    return _svg(fig)
+    return svg(fig)

@@ -17,9 +17,12 @@ import sys
 from collections.abc import Sequence
 
 from repro.sim.config import (
-    DEFAULT_DEVICE_CACHE_TOKENS,
+    DEFAULT_HOST_LINK_GBYTES_PER_S,
+    DEFAULT_KV_POOL_GB,
     DEFAULT_STREAM_INTERVAL_TOKENS,
     DEFAULT_TIME_SCALE,
+    DEFAULT_TRANSFER_QUEUES,
+    DEFAULT_TRANSFER_TIMEOUT_S,
     EngineConfig,
     RouterConfig,
 )
@@ -45,6 +48,15 @@ def _env_flag(name: str, default: bool) -> bool:
     return default
 
 
+def _env_seconds(name: str, default: float) -> float:
+    """A positive number (seconds, or a count) from the environment; else the default."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def _port(text: str) -> int:
     """A TCP port, checked here so a wrong one is a usage line, not a bind() traceback."""
     port = int(text)
@@ -54,6 +66,17 @@ def _port(text: str) -> int:
 
 
 _port.__name__ = "port"  # argparse names the type in its message: "invalid port value"
+
+
+def _positive_gb(text: str) -> float:
+    """A positive amount of gigabytes (or gigabytes a second)."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+_positive_gb.__name__ = "positive number of GB"
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -127,10 +150,17 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="tokens per decode slice and SSE chunk",
     )
     p.add_argument(
-        "--device-cache-tokens",
-        type=int,
-        default=DEFAULT_DEVICE_CACHE_TOKENS,
-        help="modelled device KV cache size in tokens (HiCache spills beyond it)",
+        "--kv-pool-gb",
+        type=_positive_gb,
+        default=DEFAULT_KV_POOL_GB,
+        help="GPU memory of the device KV pool; its size in tokens is this over the per-token "
+        "footprint (MLA KV + index-K over 61 layers: 78,324 B with fp8 index-K, 85,888 B with bf16)",
+    )
+    p.add_argument(
+        "--host-link-gbytes-per-s",
+        type=_positive_gb,
+        default=DEFAULT_HOST_LINK_GBYTES_PER_S,
+        help="HiCache host -> device bandwidth per GPU, GB/s (450: NVLink-C2C; PCIe Gen5 ~55)",
     )
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
 
@@ -194,7 +224,12 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         time_scale=args.time_scale,
         stream_interval_tokens=max(1, args.stream_interval),
         bootstrap_timeout_s=args.disaggregation_bootstrap_timeout,
-        device_cache_tokens=args.device_cache_tokens,
+        transfer_timeout_s=_env_seconds("MC_TRANSFER_TIMEOUT", DEFAULT_TRANSFER_TIMEOUT_S),
+        transfer_queues=int(
+            _env_seconds("SGLANG_DISAGGREGATION_QUEUE_SIZE", DEFAULT_TRANSFER_QUEUES)
+        ),
+        kv_pool_gb=args.kv_pool_gb,
+        host_link_gbytes_per_s=args.host_link_gbytes_per_s,
         log_level=args.log_level,
     )
 

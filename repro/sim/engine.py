@@ -17,6 +17,7 @@ from repro.sim.config import EngineConfig
 from repro.sim.faults import DRIFT_MIN_CONTEXT_TOKENS as DRIFT_CONTEXT_TOKENS
 from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
 from repro.sim.generation import Generation
+from repro.sim.kv_sender import KvSender
 from repro.sim.logprobs import LogprobModel
 from repro.sim.metrics import EngineMetrics
 from repro.sim.model import encode_turn, plan_turn
@@ -26,7 +27,7 @@ from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
 from repro.sim.response import DONE, TurnRenderer, error_body, usage_of
-from repro.sim.scheduler import Scheduler
+from repro.sim.scheduler import PrefillForward, Scheduler
 from repro.sim.timing import CostModel
 from repro.sim.tokens import split_tokens
 
@@ -46,7 +47,7 @@ class Engine:
         cache = (
             None
             if config.role == "decode"
-            else PrefixCache(config.device_cache_tokens, config.hicache)
+            else PrefixCache(config.device_pool_tokens, config.hicache)
         )
         self.cache = cache
         self.near_tie = NearTieFlip(config.stream_interval_tokens)
@@ -58,16 +59,29 @@ class Engine:
             on_prefill=self._on_prefill,
             on_decode=self.near_tie.on_decode if config.near_tie_flip else None,
         )
+        if cache is not None:
+            log.info(
+                "device KV pool: %d tokens (%.0f GB at %d bytes per token, index-K %s)",
+                cache.capacity_tokens,
+                config.kv_pool_gb,
+                config.bytes_per_token,
+                config.index_k_dtype,
+            )
         self.race = IndexKRace(config)
         self.pool = SlotPool(size=512)
         self.bootstrap_worker = BootstrapWorker(config)
         self.drift = Drift(config)
-        self.transfers_in_flight = 0
         self.board = HandoverBoard() if config.role == "prefill" else None
+        self.sender = (
+            KvSender(self.board, self.bootstrap_worker, config, self.cost, self.metrics)
+            if self.board is not None
+            else None
+        )
         self.receiver = KvReceiver(config.bootstrap_timeout_s) if config.role == "decode" else None
         self.ready = False
         self.started_at = time.time()
         self._by_rid: dict[str, Generation] = {}
+        self._awaiting_kv: set[Generation] = set()  # decode: hand-overs not yet received
         self._rooms_by_rid: dict[str, int] = {}  # prefill: rooms of recent requests (bounded)
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -104,14 +118,12 @@ class Engine:
         key = zlib.crc32(orjson.dumps([len(req.messages), req.messages[-1]]))
         if self.config.role == "prefill":
             gen = Generation(req.rid, prompt, [], room=req.bootstrap_room, key=key)
-            return await self._prefill(req, gen)
+            return self._beyond_pool(prompt.prompt_tokens) or await self._prefill(req, gen)
         messages = req.messages
         if self.drift.enabled:
-            long_running = sum(
-                1
-                for g in self.scheduler.all_generations()
-                if g.context_tokens >= DRIFT_CONTEXT_TOKENS
-            )
+            # The load the server holds: what it runs or queues, and (decode) what awaits its KV.
+            held = [*self.scheduler.all_generations(), *self._awaiting_kv]
+            long_running = sum(1 for g in held if g.context_tokens >= DRIFT_CONTEXT_TOKENS)
             messages = (
                 self.drift.perturb(messages, prompt.prompt_tokens, long_running, key) or messages
             )
@@ -122,8 +134,14 @@ class Engine:
         gen.max_tokens = req.max_tokens
         # Scored against the plan, copied before any fault touches the tokens.
         scores = LogprobModel(key, gen.tokens, req.top_logprobs) if req.logprobs else None
+        if (beyond := self._beyond_pool(prompt.prompt_tokens + len(gen.tokens))) is not None:
+            return beyond
         if self.config.role == "decode" and req.bootstrap_room is not None:
-            error = await self._receive_kv(req, gen)
+            self._awaiting_kv.add(gen)
+            try:
+                error = await self._receive_kv(req, gen)
+            finally:
+                self._awaiting_kv.discard(gen)
             if error is not None:
                 return error
             self.scheduler.add_decode(gen)
@@ -146,6 +164,17 @@ class Engine:
             )
         return await self._collect(gen, renderer)
 
+    def _beyond_pool(self, tokens: int) -> Response | None:
+        """A request the device pool could never hold would wait forever: refuse it (SGLang
+        caps a request's input by the pool's size too)."""
+        if self.cache is None or tokens <= self.cache.capacity_tokens:
+            return None
+        message = (
+            f"The request needs {tokens} tokens of KV cache; the pool holds "
+            f"{self.cache.capacity_tokens} (--kv-pool-gb {self.config.kv_pool_gb:g})."
+        )
+        return json_response(error_body(message, 400), 400)
+
     async def _receive_kv(self, req: ChatRequest, gen: Generation) -> Response | None:
         assert self.receiver is not None and req.bootstrap_room is not None
         host = req.bootstrap_host or "127.0.0.1"
@@ -165,19 +194,41 @@ class Engine:
 
     # --- faults ----------------------------------------------------------------------
 
-    def _on_prefill(self, batch: list[Generation], start_s: float, duration_s: float) -> None:
+    def _on_prefill(self, forward: PrefillForward) -> None:
         """Scheduler hook: slots are handed out and the index-K race is run for this batch."""
-        loads = [g for g in batch if g.match.host_tokens > 0]
-        for gen in batch:
+        for gen in forward.batch:
             _, gen.slot_previous_rid = self.pool.acquire(gen.rid)
-        for gen in loads:
-            other_copies = len(loads) - 1 + self.transfers_in_flight
-            if not self.race.decide(gen.match.host_tokens, other_copies, gen.key).stale:
+        for gen, load_done_s in zip(forward.batch, forward.load_done_s, strict=True):
+            slack_s = forward.head_start_s + forward.compute_s
+            outcome = self.race.decide(load_done_s, slack_s, gen.key)
+            if load_done_s > 0:
+                log.debug(
+                    "load-back rid=%s host_tokens=%d prompt_tokens=%d batch=%d handovers=%d "
+                    "load_s=%.4f slack_s=%.4f ratio=%.3f stale=%s",
+                    gen.rid,
+                    gen.match.host_tokens,
+                    gen.prompt_tokens,
+                    len(forward.batch),
+                    forward.handovers,
+                    load_done_s,
+                    slack_s,
+                    outcome.fill_over_slack,
+                    outcome.stale,
+                )
+            if not outcome.stale:
                 continue
-            gen.index_k_stale = True
             self.metrics.index_k_stale_reads_total += 1
             if self.config.role == "single":
                 self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
+                continue
+            # PD: the KV sender reaches the index-K pages once the forward and the KV part are done.
+            sender_at_s = (
+                forward.head_start_s + forward.duration_s + self.cost.kv_part_s(gen.prompt_tokens)
+            )
+            if outcome.misses(sender_at_s):
+                gen.handover_stuck = True  # the request fails; what it read never reaches anyone
+            else:
+                gen.index_k_stale = True
 
     def _corrupt(
         self, gen: Generation, preferred_rid: str | None = None, preferred_room: int | None = None
@@ -224,6 +275,7 @@ class Engine:
             self.pool.release(gen.rid)
             if not completed:
                 self._client_gone(gen)
+            self.scheduler.release(gen)
 
     async def _collect(self, gen: Generation, renderer: TurnRenderer) -> Response:
         try:
@@ -232,6 +284,7 @@ class Engine:
         finally:
             self._by_rid.pop(gen.rid, None)
             self.pool.release(gen.rid)
+            self.scheduler.release(gen)
         renderer.finish()
         reason = renderer.finish_reason(gen.finish_reason)
         return json_response(renderer.body(reason, self._usage(gen)))
@@ -273,6 +326,7 @@ class Engine:
                     "transfer_s": self.cost.transfer_s(gen.prompt_tokens),
                     "index_k_stale": gen.index_k_stale,
                     "stale_from_room": previous,
+                    "stuck": gen.handover_stuck,
                 }
                 self.board.publish(room, info)
                 try:
@@ -282,8 +336,10 @@ class Engine:
                     message = f"KV transfer for room {room} timed out: decode never fetched it."
                     return json_response(error_body(message, 500, "InternalServerError"), 500)
         finally:
+            # The pages are the prompt's until decode has pulled its KV (or it failed).
             self._by_rid.pop(gen.rid, None)
             self.pool.release(gen.rid)
+            self.scheduler.release(gen)
             if room is not None:
                 self.board.discard(room)
         reason = "abort" if gen.finish_reason == "abort" else "length"
@@ -300,27 +356,9 @@ class Engine:
 
     async def serve_kv(self, room: int, timeout_s: float) -> Response:
         """Bootstrap side: wait for the room's prefill, transfer, answer the facts."""
-        assert self.board is not None
-        handover = self.board.entry(room)
-        try:
-            await asyncio.wait_for(handover.ready.wait(), timeout_s)
-        except TimeoutError:
-            self.board.discard(room)
-            return json_response(error_body(f"room {room} never prefilled", 504, "Timeout"), 504)
-        if self.bootstrap_worker.dead:
-            # Wedged: nobody serves hand-overs any more; the decode side waits until it gives up.
-            await asyncio.sleep(timeout_s)
-            return json_response(
-                error_body(f"room {room}: bootstrap worker is dead", 504, "Timeout"), 504
-            )
-        info = handover.info or {}
-        self.transfers_in_flight += 1
-        try:
-            await asyncio.sleep(float(info.get("transfer_s", 0.0)) * self.config.time_scale)
-        finally:
-            self.transfers_in_flight -= 1
-        handover.fetched.set()
-        return json_response(orjson.dumps(info))
+        assert self.sender is not None
+        status, body = await self.sender.serve(room, timeout_s)
+        return json_response(body, status)
 
     def room_aborted(self, room: int) -> None:
         """Decode dropped a room (its client went away mid-stream)."""

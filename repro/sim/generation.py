@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from repro.sim.cache import CacheMatch
+from repro.sim.cache import CacheMatch, Reservation
 from repro.sim.prompt import RenderedPrompt
 
 NO_MATCH = CacheMatch(0, 0)
@@ -35,6 +35,8 @@ class Generation:
     bootstrap_addr: tuple[str, int] | None = None  # decode side: the prefill's bootstrap server
     slot_previous_rid: str | None = None  # whose bytes this request's slot held before it
     index_k_stale: bool = False
+    handover_stuck: bool = False  # PD prefill: its index-K part will never be ready to send
+    reservation: Reservation | None = None  # its pages in the device pool, while it holds them
 
     @property
     def prompt_tokens(self) -> int:

@@ -18,6 +18,7 @@ class EngineMetrics:
     transfer_failed_total: int = 0
     bootstrap_failed_total: int = 0
     index_k_stale_reads_total: int = 0
+    stuck_handovers_total: int = 0
     num_running_reqs: int = 0
     num_queue_reqs: int = 0
     kv_used_tokens: int = 0
@@ -36,6 +37,7 @@ class EngineMetrics:
             "sglang:num_transfer_failed_reqs_total": self.transfer_failed_total,
             "sglang:num_bootstrap_failed_reqs_total": self.bootstrap_failed_total,
             "sglang:sim_index_k_stale_reads_total": self.index_k_stale_reads_total,
+            "sglang:sim_stuck_handovers_total": self.stuck_handovers_total,
         }
         gauges = {
             "sglang:num_running_reqs": self.num_running_reqs,

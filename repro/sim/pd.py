@@ -62,6 +62,16 @@ class HandoverBoard:
         self._rooms.pop(room, None)
 
 
+def _error_message(body: bytes) -> str | None:
+    """The `message` of an SGLang-shaped error body, if it is one."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    message = data.get("message") if isinstance(data, dict) else None
+    return message if isinstance(message, str) else None
+
+
 class KvReceiver:
     """Decode side: fetch a room's KV from the prefill's bootstrap server."""
 
@@ -87,7 +97,9 @@ class KvReceiver:
         except (UpstreamError, TimeoutError) as exc:
             raise TransferError(f"KV transfer for room {room} failed: {exc!r}") from None
         if status != 200:
-            raise TransferError(f"KV transfer for room {room} failed: HTTP {status}")
+            raise TransferError(
+                _error_message(body) or f"KV transfer for room {room} failed: HTTP {status}"
+            )
         return orjson.loads(body)
 
     async def notify_abort(self, host: str, port: int, room: int) -> None:

@@ -9,6 +9,12 @@ arithmetic stays cheap: per iteration the work is O(requests in the batch).
 The modelled clock only moves by step durations (or catches up with the wall clock
 when idle), so what the fault model decides depends on the interleaving, not on how
 busy this CPU happens to be.
+
+A request enters a prefill batch only once the device pool has its pages (cache.py); until
+then it waits, and so do the requests behind it, as SGLang's prefill adder stops at the
+first request that does not fit. A HiCache load-back is copied host -> device layer by
+layer while the forward computes; the copies share the link with the other load-backs of
+the batch and with the PD hand-overs in flight, and the forward's gated reads wait for them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from repro.sim.cache import PrefixCache
 from repro.sim.config import EngineConfig
@@ -26,8 +33,29 @@ from repro.sim.timing import CostModel
 
 PREFILL_BUDGET_TOKENS = 8192
 
+
+@dataclass(frozen=True, slots=True)
+class PrefillForward:
+    """One prefill batch as the fault model sees it; times in modelled seconds from its start."""
+
+    batch: tuple[Generation, ...]
+    start_s: float
+    compute_s: float  # the forward's compute, were nothing to wait for
+    head_start_s: float  # the load-backs started this much before the forward
+    load_done_s: tuple[float, ...]  # per request: when its loaded-back prefix has landed (0: none)
+    handovers: int  # PD hand-overs sharing the host link during the loads
+
+    @property
+    def duration_s(self) -> float:
+        """The gated reads wait for the last load, so a long load paces the forward."""
+        last = max(self.load_done_s, default=0.0) - self.head_start_s
+        return max(self.compute_s, last + PREFILL_TAIL_S)
+
+
+PREFILL_TAIL_S = 0.010  # what is left of the forward once its last layer's load has landed
+
 # Hooks the fault model attaches to (faults.py); None means a healthy engine.
-PrefillHook = Callable[[list[Generation], float, float], None]
+PrefillHook = Callable[[PrefillForward], None]
 DecodeHook = Callable[[list[Generation], float], None]
 
 
@@ -47,6 +75,10 @@ class Scheduler:
         self._metrics = metrics
         self._on_prefill = on_prefill
         self._on_decode = on_decode
+        # PD prefill: modelled end times of the KV hand-overs under way. Decode has its pages
+        # ready before the prefill runs (SGLang's bootstrap), so a hand-over starts as its
+        # forward ends; counting in modelled time keeps this CPU's load out of the race.
+        self._handover_ends_s: list[float] = []
         self._waiting: deque[Generation] = deque()
         self._running: list[Generation] = []
         self._wake = asyncio.Event()
@@ -101,8 +133,17 @@ class Scheduler:
         gen.finish_reason = "abort"
         gen.out.put_nowait(None)
         gen.prefilled.set()
+        self.release(gen)
         self._metrics.aborted_requests_total += 1
         return True
+
+    def release(self, gen: Generation) -> None:
+        """Give back the request's pages (once); its prompt stays cached. Waiters may fit now."""
+        if self._cache is None or gen.reservation is None:
+            return
+        self._cache.release(gen.prompt, gen.reservation)
+        gen.reservation = None
+        self._wake.set()
 
     def all_generations(self) -> list[Generation]:
         return [*self._waiting, *self._running]
@@ -111,14 +152,15 @@ class Scheduler:
         """The scheduler loop; runs until cancelled."""
         while True:
             self._update_gauges()
-            if self.idle:
+            batch = self._take_prefill_batch() if self._waiting else []
+            if batch:
+                await self._prefill_step(batch)
+            elif self._running:
+                await self._decode_step()
+            else:
+                # Idle, or every waiting request needs pages held by requests in flight.
                 self._wake.clear()
                 await self._wake.wait()
-                continue
-            if self._waiting:
-                await self._prefill_step()
-            else:
-                await self._decode_step()
 
     async def _sleep_modelled(self, start_s: float, duration_s: float) -> None:
         self.clock_s = start_s + duration_s
@@ -133,49 +175,76 @@ class Scheduler:
             new_tokens = gen.prompt_tokens - match.cached_tokens
             if batch and new_tokens > budget:
                 break
+            if self._cache is not None:
+                # A single server's request keeps its pages while it decodes: its output too.
+                reservation = self._cache.reserve(gen.prompt, match, len(gen.tokens))
+                if reservation is None:
+                    break  # no room until requests in flight give pages back
+                gen.reservation = reservation
             self._waiting.popleft()
             gen.match = match
             budget -= new_tokens
             batch.append(gen)
         return batch
 
-    async def _prefill_step(self) -> None:
-        start_s = self.now_s()
-        batch = self._take_prefill_batch()
+    def _plan_forward(self, batch: list[Generation], start_s: float) -> PrefillForward:
         compute_s = self._cost.prefill_base_s
-        load_s = 0.0
+        self._handover_ends_s = [end for end in self._handover_ends_s if end > start_s]
+        handovers = len(self._handover_ends_s)
+        # A server with requests decoding admits a batch while their decode step is on the
+        # GPU, so its load-backs start a step early; a PD prefill server has no such step.
+        head_start_s = (
+            self._cost.decode_step_s(len(self._running), self._running_context_tokens())
+            if self._running
+            else 0.0
+        )
+        loaded_bytes = 0
+        load_done_s = []
         for gen in batch:
             new_tokens = gen.prompt_tokens - gen.match.cached_tokens
             compute_s += (
                 self._cost.prefill_s(new_tokens, gen.prompt_tokens) - self._cost.prefill_base_s
             )
-            load_s += self._cost.host_load_s(
-                gen.match.host_tokens, self._config.index_k_bytes_per_token
-            )
+            # The batch's load-backs go over the link one after another, sharing it.
+            loaded_bytes += gen.match.host_tokens * self._config.bytes_per_token
+            own = gen.match.host_tokens > 0
+            load_done_s.append(self._cost.host_load_s(loaded_bytes, handovers) if own else 0.0)
             self._metrics.prompt_tokens_total += gen.prompt_tokens
             self._metrics.cached_tokens_total += gen.match.cached_tokens
             self._metrics.load_back_tokens_total += gen.match.host_tokens
-        # KV load-back is layer-wise and overlaps compute; the forward ends after both.
-        duration_s = max(compute_s, load_s + self._cost.prefill_base_s)
+        return PrefillForward(
+            tuple(batch), start_s, compute_s, head_start_s, tuple(load_done_s), handovers
+        )
+
+    async def _prefill_step(self, batch: list[Generation]) -> None:
+        start_s = self.now_s()
+        forward = self._plan_forward(batch, start_s)
         if self._on_prefill is not None:
-            self._on_prefill(batch, start_s, duration_s)
-        await self._sleep_modelled(start_s, duration_s)
+            self._on_prefill(forward)
+        await self._sleep_modelled(start_s, forward.duration_s)
         for gen in batch:
             if gen.finished:
                 continue
-            if self._cache is not None:
-                self._cache.insert(gen.prompt)
             gen.prefilled.set()
+            if not gen.tokens and self._config.role == "prefill":
+                self._handover_ends_s.append(
+                    self.clock_s + self._cost.transfer_s(gen.prompt_tokens)
+                )
             if gen.tokens:  # single server: the prefill forward yields the first token
                 self._emit(gen, 1)
-                if not gen.finished:
+                if gen.finished:
+                    self.release(gen)
+                else:
                     self._running.append(gen)
+
+    def _running_context_tokens(self) -> int:
+        return sum(g.context_tokens for g in self._running)
 
     async def _decode_step(self) -> None:
         start_s = self.now_s()
         steps = self._config.stream_interval_tokens
-        context_tokens = sum(g.context_tokens for g in self._running)
-        duration_s = steps * self._cost.decode_step_s(len(self._running), context_tokens)
+        step_s = self._cost.decode_step_s(len(self._running), self._running_context_tokens())
+        duration_s = steps * step_s
         if self._on_decode is not None:
             self._on_decode(self._running, start_s)
         await self._sleep_modelled(start_s, duration_s)
@@ -184,6 +253,7 @@ class Scheduler:
                 self._emit(gen, steps)
             if gen.finished and gen in self._running:
                 self._running.remove(gen)
+                self.release(gen)
 
     def _emit(self, gen: Generation, count: int) -> None:
         limit = len(gen.tokens)
@@ -205,4 +275,4 @@ class Scheduler:
         self._metrics.num_running_reqs = len(self._running)
         self._metrics.num_queue_reqs = len(self._waiting)
         if self._cache is not None:
-            self._metrics.kv_used_tokens = self._cache.device_tokens
+            self._metrics.kv_used_tokens = self._cache.used_tokens

@@ -16,6 +16,9 @@ pytestmark = pytest.mark.e2e
 
 # Small, fast runs: short sessions and a sped-up engine clock.
 FAST = ["--context-max", "12000", "--set", "time_scale=0.2", "--ramp-up", "0.5"]
+# The index-K race needs spilled prefixes loaded back (docs/sim.md): a 3 GB device pool
+# (~35k tokens) and a 12 GB/s host link bring that down to a couple of dozen 12k sessions.
+SPILL = ["--set", "kv_pool_gb=3", "--set", "host_link_gbytes_per_s=12"]
 
 
 def repro(

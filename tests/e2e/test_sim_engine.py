@@ -187,3 +187,13 @@ def test_pd_decode_without_its_prefill_times_out(tmp_path: Path, client: httpx.C
         response = client.post(dep.decode.url + "/v1/chat/completions", content=json.dumps(body))
         assert response.status_code == 500 and "room 42" in response.json()["message"]
         assert time.monotonic() - started < 5
+
+
+def test_a_request_larger_than_the_pool_is_refused_not_left_waiting(tmp_path: Path) -> None:
+    # 0.01 GB holds 116 tokens of bf16 KV: the request could never get its pages.
+    with sim_server.single(tmp_path, "--kv-pool-gb", "0.01", "--index-k-dtype", "bf16") as engine:
+        response = httpx.post(
+            engine.url + "/v1/chat/completions", json=chat_body(stream=False), timeout=30
+        )
+    assert response.status_code == 400
+    assert "the pool holds 116 (--kv-pool-gb 0.01)" in response.json()["message"]

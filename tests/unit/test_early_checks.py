@@ -11,7 +11,10 @@ from typer.testing import CliRunner
 from repro.cli import app
 
 CASES = [
-    (["--set", "nope=1"], "has no setting 'nope'; its settings are: log_level, python,"),
+    (
+        ["--set", "nope=1"],
+        "has no setting 'nope'; its settings are: host_link_gbytes_per_s, kv_pool_gb,",
+    ),
     (["--knob", "nope=1"], "has no knob 'nope'; its knobs are: topology,"),
     (
         ["--hicache", "maybe"],

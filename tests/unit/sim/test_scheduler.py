@@ -7,13 +7,14 @@ from itertools import chain
 
 import pytest
 
-from repro.sim.cache import PrefixCache
+from repro.sim.cache import PrefixCache, Reservation
 from repro.sim.config import EngineConfig
 from repro.sim.generation import Generation
 from repro.sim.metrics import EngineMetrics
 from repro.sim.prompt import RenderedPrompt
-from repro.sim.scheduler import Scheduler
+from repro.sim.scheduler import PrefillForward, Scheduler
 from repro.sim.timing import CostModel
+from tests.unit.sim.parts import prompt_of
 
 DEADLINE_S = 10
 pytestmark = pytest.mark.anyio
@@ -32,6 +33,15 @@ async def _drain(gen: Generation) -> list[list[str]]:
     while (piece := await gen.out.get()) is not None:
         pieces.append(piece)
     return pieces
+
+
+async def _run_until_drained(scheduler: Scheduler, gens: list[Generation]) -> None:
+    """Run the scheduler until every one of `gens` has streamed its last piece."""
+    task = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(asyncio.gather(*(_drain(g) for g in gens)), DEADLINE_S)
+    finally:
+        task.cancel()
 
 
 def _scheduler(**overrides: object) -> Scheduler:
@@ -78,11 +88,7 @@ async def test_requests_are_batched_together() -> None:
     gens = [_gen(str(i), 20) for i in range(8)]
     for gen in gens:
         scheduler.add_prefill(gen)
-    task = asyncio.create_task(scheduler.run())
-    try:
-        await asyncio.wait_for(asyncio.gather(*(_drain(g) for g in gens)), DEADLINE_S)
-    finally:
-        task.cancel()
+    await _run_until_drained(scheduler, gens)
     # one prefill batch took all eight; they decoded side by side, so they share first-token time
     assert len({g.first_token_at_s for g in gens}) == 1
 
@@ -108,3 +114,60 @@ def test_red_herrings_change_timing_only(overrides: dict, slower: bool) -> None:
     base = CostModel.for_config(EngineConfig()).decode_step_s(40, 1_000_000)
     changed = CostModel.for_config(EngineConfig(**overrides)).decode_step_s(40, 1_000_000)
     assert (changed > base) is slower and changed != base
+
+
+async def test_a_request_waits_until_the_pool_has_its_pages() -> None:
+    config = EngineConfig(time_scale=0.001, stream_interval_tokens=4)
+    scheduler = Scheduler(config, CostModel(), PrefixCache(1_500, False), EngineMetrics())
+    first = Generation("first", prompt_of(("a", 1000)), [f"t{i}" for i in range(40)])
+    second = Generation("second", prompt_of(("b", 1000)), ["x", "y"])
+    scheduler.add_prefill(first)
+    scheduler.add_prefill(second)
+    await _run_until_drained(scheduler, [first, second])
+    # 1,040 pages held by the first left no room: the second ran only after it finished.
+    assert first.finish_reason == "stop" and second.first_token_at_s is not None
+    assert first.first_token_at_s is not None and second.first_token_at_s > first.first_token_at_s
+    assert second.arrived_at_s <= first.first_token_at_s
+
+
+async def test_load_backs_in_a_batch_share_the_link_one_after_another() -> None:
+    seen: list[PrefillForward] = []
+    config = EngineConfig(time_scale=0.001, hicache=True, index_k_dtype="bf16")
+    cache = PrefixCache(2_500, True)
+    for name in ("a", "b"):  # a and b end up on host once c and d take the pool
+        cache.release(prompt_of(("s", 10), (name, 1000)), Reservation((), 0))
+    for name in ("c", "d"):
+        cache.release(prompt_of(("s", 10), (name, 1000)), Reservation((), 0))
+    scheduler = Scheduler(config, CostModel(), cache, EngineMetrics(), on_prefill=seen.append)
+    gens = [Generation(n, prompt_of(("s", 10), (n, 1000), (n + "2", 50)), ["t"]) for n in "ab"]
+    for gen in gens:
+        scheduler.add_prefill(gen)
+    await _run_until_drained(scheduler, gens)
+    forward = seen[0]
+    assert [g.match.host_tokens for g in forward.batch] == [1000, 1000]
+    first, second = forward.load_done_s
+    assert second == pytest.approx(2 * first) and first > 0  # one after another on the link
+    assert forward.head_start_s == 0.0  # nothing was decoding
+    cost = CostModel()
+    assert cost.host_load_s(10**9, handovers=3) > cost.host_load_s(10**9)
+
+
+async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_early() -> None:
+    seen: list[PrefillForward] = []
+    config = EngineConfig(time_scale=0.001, stream_interval_tokens=4)
+    cache = PrefixCache(100_000, True)
+    scheduler = Scheduler(config, CostModel(), cache, EngineMetrics(), on_prefill=seen.append)
+    task = asyncio.create_task(scheduler.run())
+    try:
+        decoding = Generation("decoding", prompt_of(("p", 10)), [f"t{i}" for i in range(400)])
+        scheduler.add_prefill(decoding)
+        await asyncio.wait_for(decoding.out.get(), DEADLINE_S)
+        late = Generation("late", prompt_of(("q", 10)), ["t"])
+        scheduler.add_prefill(late)
+        await asyncio.wait_for(_drain(late), DEADLINE_S)
+    finally:
+        task.cancel()
+    assert seen[0].head_start_s == 0.0
+    assert seen[1].head_start_s == pytest.approx(
+        CostModel().decode_step_s(1, decoding.context_tokens), rel=0.2
+    )
