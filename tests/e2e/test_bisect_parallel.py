@@ -58,7 +58,9 @@ def test_three_slurm_allocations_find_the_same(tmp_path: Path) -> None:
     assert len(placements) == 5  # five configurations, each deployed once
     for placement in placements:
         nodes = {role: where["node"] for role, where in placement["roles"].items()}
-        assert nodes["prefill"] != nodes["decode"] == nodes["router"]
+        # The CI campaign runs a single server (test_bisect.CI_STATS): its one role takes a
+        # node of its own allocation (PD's layout is test_slurm.py's).
+        assert set(nodes) == {"single"} and nodes["single"] in {"n1", "n2", "n3"}
     listed = subprocess.run(
         ["squeue", "--noheader", "--jobs", ",".join(jobs)], capture_output=True, text=True
     )
