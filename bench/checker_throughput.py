@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 
 from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
 
 REPO = Path(__file__).resolve().parents[1]
 SGLANG_PYTHON = REPO / ".cache" / "sglang-0.5.23" / "bin" / "python"

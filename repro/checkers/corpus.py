@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from repro.checkers.dsml.encode import encode_completion
+from repro.dsml.encode import encode_completion
 
 _STRING = {"type": "string"}
 _INT = {"type": "integer"}

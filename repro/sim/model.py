@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from repro.checkers.dsml.encode import encode_completion
+from repro.dsml.encode import encode_completion
 from repro.scenarios.base import PlannedTurn, Script
 from repro.scenarios.generic import generic_script
 

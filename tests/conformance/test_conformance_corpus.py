@@ -7,10 +7,10 @@ import json
 import random
 
 from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import EOS
 
 CORPUS = samples(2000, seed=77)
 TOOLSET = ToolSet.from_openai(TOOLS)

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro.checkers.corpus import samples
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 from repro.checkers.repetition import MIN_RUN_CHARS
+from repro.dsml.markers import EOS
 
 _rng = random.Random(5)
 _CORPUS = samples(40, seed=3)
