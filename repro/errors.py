@@ -5,7 +5,7 @@
     ├── EngineError       an engine failed to start, died, wedged or is unreachable -> exit 2
     ├── StoreError        the run folder cannot be written (disk full, I/O error)   -> exit 2
     ├── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
-    └── RunStopped        (harness/run.py) a run ended early, with its summary      -> its cause's
+    └── RunStopped        (harness/run_outcome.py) a run ended early, with its summary      -> its cause's
         └── Interrupted   Ctrl-C, SIGTERM or SIGHUP                                 -> exit 130
 
 Anything else escaping to the CLI is a bug in repro and keeps its traceback.
@@ -47,3 +47,14 @@ class CorruptionFound(ReproError):
     """A gate measured more corruption than it allows."""
 
     exit_code = EXIT_CORRUPTION
+
+
+def first_repro_error(group: BaseExceptionGroup) -> ReproError:
+    """Task groups wrap errors; a user-facing ReproError inside is what the CLI reports.
+
+    Re-raises the group itself when it holds anything else (a bug keeps its traceback)."""
+    matched, rest = group.split(ReproError)
+    if matched is None or rest is not None:
+        raise group
+    first = matched.exceptions[0]
+    return first_repro_error(first) if isinstance(first, BaseExceptionGroup) else first  # type: ignore[return-value]

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
-from repro.errors import EngineError, ReproError, UsageError
-from repro.harness.plan import check_plan
-from repro.harness.profile import Profile, load_profile
+from repro.errors import EngineError, ReproError, UsageError, first_repro_error
+from repro.harness import Profile, check_plan, load_profile
 from repro.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -41,9 +40,8 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
     with no judged turn (errors only, never started, or not in the replay's sample) is
     ERRORED: no evidence either way.
     """
-    from repro.harness.replayed import read_replayed
-    from repro.results.oracle_view import with_verdict
-    from repro.results.reading import read_turn_table
+    from repro.harness import read_replayed
+    from repro.results import read_turn_table, with_verdict
 
     path = run_dir / "turns.parquet"
     if not path.exists():
@@ -64,12 +62,6 @@ def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str
     return "".join(
         ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
     )
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    """The first error in a (possibly nested) exception group."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 class HarnessOracle:
@@ -121,7 +113,7 @@ class HarnessOracle:
     def check(self, configs: Sequence[Mapping[str, str]]) -> None:
         plans = [check_plan(self.profile, self.spec, dict(c)) for c in configs]
         if any(self.profile.roles[r.name].preflight for plan in plans for r in plan.roles):
-            from repro.harness.preflight import check_plans
+            from repro.harness import check_plans
 
             # One probe per interpreter for every plan: a bad flag that only a later trial
             # would launch fails now, not hours into the campaign.
@@ -130,7 +122,7 @@ class HarnessOracle:
                     raise UsageError(report.failure_message())
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
-        from repro.harness.run import drive
+        from repro.harness import drive
 
         started_s = time.monotonic()
         spec = spec.with_oracle_default(self.profile.engine.oracle)
@@ -146,7 +138,7 @@ class HarnessOracle:
         return Wave(first_session_id, outcomes, time.monotonic() - started_s, str(wave_dir))
 
     async def _engine_for(self, spec: RunSpec, wave_dir: Path) -> object:
-        from repro.harness.run import engine
+        from repro.harness import engine
 
         key = engine_key(spec)
         if key == self._key and self._stack is not None:
@@ -160,7 +152,7 @@ class HarnessOracle:
                 engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
             )
         except* ReproError as failed:  # the launcher starts roles in a task group: unwrap
-            raise _first(failed) from None
+            raise first_repro_error(failed) from None
         self._stack, self._key = stack, key
         return self._endpoint
 

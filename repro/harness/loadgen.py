@@ -25,7 +25,7 @@ from repro.harness.loaded_log import LoadedLog
 from repro.harness.loop_probe import ClientLoad, LoopProbe
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
-from repro.results.store import FLUSH_EVERY_S, RunStore
+from repro.results import FLUSH_EVERY_S, RunStore
 from repro.scenarios import Scenario, Session
 from repro.scenarios.scripted import ScriptedHistory, assistant_message
 from repro.spec import RunSpec

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from repro.errors import StoreError, UsageError
-from repro.harness.turn import TurnRecord
+from repro.harness import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro.harness.turn import ERROR_OUTCOMES, TurnOutcome, TurnRecord
+from repro.harness import ERROR_OUTCOMES, TurnOutcome, TurnRecord
 from repro.results.stats import wilson
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def _pooled_gaps(judged: pd.DataFrame) -> dict[str, float]:
     """Inter-token gap percentiles over every judged turn, from the turns' histograms."""
     import numpy as np
 
-    from repro.harness.gap_stats import percentiles_of
+    from repro.harness import percentiles_of
 
     if judged.empty:
         return {}

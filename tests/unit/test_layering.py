@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+PARTS = sorted(
+    p.stem for p in (REPO / "repro").iterdir() if (p / "__init__.py").exists() or p.suffix == ".py"
+)
 
 
 def _imported(part: str) -> dict[str, set[str]]:
     """Per module of `repro/<part>`, the repro modules it imports (anywhere in its body)."""
     found: dict[str, set[str]] = {}
-    for path in sorted((REPO / "repro" / part).rglob("*.py")):
+    where = REPO / "repro" / part
+    for path in sorted(where.rglob("*.py") if where.is_dir() else [where.with_suffix(".py")]):
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -35,3 +42,23 @@ def test_the_dsml_format_imports_nothing_else_of_repro() -> None:
     imported = _imported("dsml")
     assert len(imported) >= 3
     assert all(n.startswith("repro.dsml") for names in imported.values() for n in names)
+
+
+@pytest.mark.parametrize("part", ["harness", "results"])
+def test_a_part_is_used_through_its_declared_surface(part: str) -> None:
+    """Other parts import `repro.<part>` itself, never a module behind it (slurm, a
+    subpackage with its own `__all__`, aside)."""
+    package = importlib.import_module(f"repro.{part}")
+    assert sorted(package.__all__) == sorted(package._HOMES)
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+    behind = f"repro.{part}."
+    offenders = {
+        module: sorted(n for n in names if n.startswith(behind) and ".slurm" not in n)
+        for p in PARTS
+        if p != part
+        for module, names in _imported(p).items()
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        package.nothing_here  # noqa: B018
