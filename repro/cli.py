@@ -14,6 +14,7 @@ import typer
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
 from repro.errors import UsageError
+from repro.spec import RUNS_DIR
 
 if TYPE_CHECKING:
     from repro.results import RunSummary
@@ -292,7 +293,7 @@ SweepContexts = Annotated[
     str, typer.Option("--context-max", help="prompt ceilings to cross with them, e.g. 16000,80000")
 ]
 SweepOut = Annotated[
-    Path, typer.Option("--out", help="results folder; points and the table go to <out>/sweep/")
+    Path, typer.Option("--out", help="output folder; points and the table go to <out>/sweep/")
 ]
 
 
@@ -302,7 +303,7 @@ def sweep(
     options: dict[str, Any],
     sessions: SweepSessions = "1,10,20,40,60,80",
     context_max: SweepContexts = "80000",
-    out: SweepOut = Path("results"),
+    out: SweepOut = RUNS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON")] = False,
 ) -> None:
     """One run per point (sessions x --context-max): a table of session and turn rates with

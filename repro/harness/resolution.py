@@ -12,7 +12,7 @@ from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.knobs import STORY_DEFAULTS
 from repro.scenarios import get_scenario
-from repro.spec import RunSpec
+from repro.spec import RUNS_DIR, RunSpec
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ def resolve(spec: RunSpec) -> Resolved:
     return Resolved(profile, config, plan_for(profile, spec, config))
 
 
-def default_run_dir(config: dict[str, str], root: Path = Path("results")) -> Path:
-    """results/<timestamp>-<topology>-<knobs that differ from the story's defaults>."""
+def default_run_dir(config: dict[str, str], root: Path = RUNS_DIR) -> Path:
+    """runs/<timestamp>-<topology>-<knobs that differ from the story's defaults>."""
     changed = [
         f"{k}-{v}" for k, v in config.items() if k != "topology" and STORY_DEFAULTS.get(k, v) != v
     ]
