@@ -4,8 +4,7 @@
     ├── UsageError        bad input (option, knob, profile, scenario, port, URL)  -> exit 2
     ├── EngineError       an engine failed to start, died, wedged or is unreachable -> exit 2
     ├── StoreError        the run folder cannot be written (disk full, I/O error)   -> exit 2
-    ├── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
-    └── RunStopped        (harness/run_outcome.py) a run ended early, with its summary      -> its cause's
+    └── RunStopped        a run ended early, with its summary (run_outcome.py)      -> its cause's
         └── Interrupted   Ctrl-C, SIGTERM or SIGHUP                                 -> exit 130
 
 Anything else escaping to the CLI is a bug in repro and keeps its traceback.
@@ -14,7 +13,7 @@ Anything else escaping to the CLI is a bug in repro and keeps its traceback.
 from __future__ import annotations
 
 EXIT_OK = 0
-EXIT_CORRUPTION = 1
+EXIT_CORRUPTION = 1  # a verdict, not an error: a gate or `repro check` found corruption
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -41,12 +40,6 @@ class StoreError(ReproError):
         super().__init__(message)
         self.path = path
         self.reason = reason  # the system's words, e.g. "No space left on device"
-
-
-class CorruptionFound(ReproError):
-    """A gate measured more corruption than it allows."""
-
-    exit_code = EXIT_CORRUPTION
 
 
 def first_repro_error(group: BaseExceptionGroup) -> ReproError:

@@ -33,34 +33,35 @@ def engine_key(spec: RunSpec) -> str:
 
 
 def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str:
-    """One outcome per session id, counted exactly as RunSummary counts sessions.
+    """One outcome per session id, counted by RunSummary's rule (corrupted_by_session),
+    after the divergence oracle's verdicts, if it ran, are applied to the turns.
 
-    A session counts when it has at least one judged turn (outcome `ok`, and judged by the
-    run's oracle: with divergence, replayed), and is corrupted when any judged turn is; one
-    with no judged turn (errors only, never started, or not in the replay's sample) is
-    ERRORED: no evidence either way.
+    A session with no judged turn (errors only, never started, or not in the replay's
+    sample) is ERRORED: no evidence either way.
     """
     from repro.harness import read_replayed
-    from repro.results import read_turn_table, with_verdict
+    from repro.results import corrupted_by_session, judged_turns, read_turn_table, with_verdict
 
     path = run_dir / "turns.parquet"
     if not path.exists():
         return ERRORED * sessions
-    rows = read_turn_table(path, ["session_id", "turn", "outcome", "corrupted", "judged"])
-    rows = rows.to_pylist()
-    replayed = read_replayed(run_dir)  # the divergence oracle's verdicts, if it ran
-    judged: dict[int, bool] = {}
-    for row in rows:
-        if row["outcome"] != "ok":
-            continue
-        sid = row["session_id"]
-        verdict = replayed.get((sid, row.get("turn")))
-        counted, corrupted = with_verdict(row.get("judged", True), row["corrupted"], verdict)
-        if counted:
-            judged[sid] = judged.get(sid, False) or bool(corrupted)
+    columns = ["session_id", "turn", "outcome", "corrupted", "judged"]
+    turns = read_turn_table(path, columns).to_pandas()
+    replayed = read_replayed(run_dir)
+    if replayed:
+        verdicts = [
+            with_verdict(bool(judged), bool(corrupted), replayed.get((sid, turn)))
+            for sid, turn, judged, corrupted in zip(
+                turns["session_id"], turns["turn"], turns["judged"], turns["corrupted"], strict=True
+            )
+        ]
+        turns["judged"] = [j for j, _ in verdicts]
+        turns["corrupted"] = [c for _, c in verdicts]
+    by_session = corrupted_by_session(judged_turns(turns))
     ids = range(first_session_id, first_session_id + sessions)
     return "".join(
-        ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
+        ERRORED if sid not in by_session.index else CORRUPTED if by_session[sid] else CLEAN
+        for sid in ids
     )
 
 

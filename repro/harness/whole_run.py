@@ -16,14 +16,14 @@ from pathlib import Path
 
 import anyio
 
-from repro.errors import EngineError, ReproError, StoreError, UsageError, first_repro_error
+from repro.errors import EngineError, ReproError, StoreError, first_repro_error
 from repro.harness.driving import drive
 from repro.harness.endpoint import engine
 from repro.harness.progress import Progress
 from repro.harness.resolution import default_run_dir, resolve
 from repro.harness.run_outcome import Interrupted, RunStopped
 from repro.harness.stopping import Stopping, listen_for_stops
-from repro.results import RunStore, RunSummary, summarize
+from repro.results import RunStore, RunSummary, create_run_folder, summarize
 from repro.spec import RunSpec
 
 
@@ -54,14 +54,7 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
     resolved = resolve(spec)
     spec = spec.with_oracle_default(resolved.profile.engine.oracle)
     run_dir = run_dir or default_run_dir(resolved.config)
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-        raise UsageError(
-            f"{run_dir} already exists and is not empty; choose a new --out so no earlier run is overwritten."
-        )
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
+    create_run_folder(run_dir, refuse="anything")
     started, failure, cancelled = time.monotonic(), None, False
     summary: RunSummary | None = None
     try:

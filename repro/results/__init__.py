@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from repro.results.report import render_summary
     from repro.results.run_plots import figure, no_data, svg
     from repro.results.stats import Rate, fisher_less, wilson
-    from repro.results.store import FLUSH_EVERY_S, RunStore
-    from repro.results.summary import SUMMARY_COLUMNS, RunSummary, summarize, summarize_table
+    from repro.results.store import FLUSH_EVERY_S, RunStore, create_run_folder
+    from repro.results.summary import (
+        SUMMARY_COLUMNS,
+        RunSummary,
+        corrupted_by_session,
+        judged_turns,
+        summarize,
+        summarize_table,
+    )
 
 # Each public name and the module that defines it.
 _HOMES = {
@@ -61,7 +68,10 @@ _HOMES = {
     "wilson": "stats",
     "FLUSH_EVERY_S": "store",
     "RunStore": "store",
+    "create_run_folder": "store",
     "SUMMARY_COLUMNS": "summary",
+    "corrupted_by_session": "summary",
+    "judged_turns": "summary",
     "RunSummary": "summary",
     "summarize": "summary",
     "summarize_table": "summary",
@@ -79,6 +89,8 @@ __all__ = [
     "compare_rates",
     "comparison_document",
     "comparison_table",
+    "corrupted_by_session",
+    "create_run_folder",
     "decide",
     "divergence_figures",
     "document",
@@ -86,6 +98,7 @@ __all__ = [
     "fisher_less",
     "gate_records",
     "judged_records",
+    "judged_turns",
     "junit_on_error",
     "no_data",
     "read_run",
