@@ -71,6 +71,40 @@ async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
                     (folder / f"{role.plan.name}.prom").write_text(response.text)
 
 
+def _load_generator(
+    spec: RunSpec,
+    base_url: str,
+    store: RunStore,
+    clock: RunClock,
+    model: str,
+    sessions: range,
+    loaded_log: LoadedLog | None,
+) -> LoadGenerator | WorkerFleet:
+    """What runs the sessions: this process's event loop, or --workers processes."""
+    workers = spec.effective_workers()
+    if workers > 1:
+        return WorkerFleet(spec, base_url, store, clock, model, sessions, workers)
+    watchdog = Watchdog(clock, spec.stall_after_s)
+    share = Share(sessions, spec.effective_concurrency())
+    return LoadGenerator.for_endpoint(spec, base_url, watchdog, store, model, share, loaded_log)
+
+
+def _client_figures(generator: LoadGenerator | WorkerFleet, workers: int) -> dict[str, object]:
+    """What summary.json says of repro's own load: pauses, loop lag, CPU, workers."""
+    client = generator.client_load()
+    return {
+        "client_pauses": generator.pauses,
+        "client_paused_s": generator.paused_s,
+        "client_loop_lag_s": {
+            "p50": round(client.lag_p50_s, 4),
+            "p99": round(client.lag_p99_s, 4),
+            "max": round(client.lag_max_s, 4),
+        },
+        "client_cpu_share": client.cpu_share,
+        "client_workers": workers,
+    }
+
+
 async def drive(
     spec: RunSpec,
     endpoint: Endpoint,
@@ -87,17 +121,8 @@ async def drive(
     clock, started = RunClock(), time.monotonic()
     model = await _model_name(endpoint.base_url, spec)
     sessions = range(first_session_id, first_session_id + spec.sessions)
-    workers = spec.effective_workers()
     loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None  # then one worker
-    generator: LoadGenerator | WorkerFleet
-    if workers > 1:
-        generator = WorkerFleet(spec, endpoint.base_url, store, clock, model, sessions, workers)
-    else:
-        watchdog = Watchdog(clock, spec.stall_after_s)
-        share = Share(sessions, spec.effective_concurrency())
-        generator = LoadGenerator.for_endpoint(
-            spec, endpoint.base_url, watchdog, store, model, share, loaded_log
-        )
+    generator = _load_generator(spec, endpoint.base_url, store, clock, model, sessions, loaded_log)
     replay = None
     if loaded_log is not None:
         scenario = get_scenario(spec.scenario)
@@ -133,7 +158,6 @@ async def drive(
         error = error or write_error
         if loaded_log is not None:
             loaded_log.close()
-        client = generator.client_load()
         summary = final_summary(
             store,
             replay,
@@ -143,15 +167,7 @@ async def drive(
             wedge=generator.wedge,
             error=str(error) if error else None,
             ended_because=ended_because(error),
-            client_pauses=generator.pauses,
-            client_paused_s=generator.paused_s,
-            client_loop_lag_s={
-                "p50": round(client.lag_p50_s, 4),
-                "p99": round(client.lag_p99_s, 4),
-                "max": round(client.lag_max_s, 4),
-            },
-            client_cpu_share=client.cpu_share,
-            client_workers=workers,
+            **_client_figures(generator, spec.effective_workers()),
             engine=endpoint.engine,
             url=endpoint.base_url,
             started_at=record["started_at"],
