@@ -73,7 +73,7 @@ async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
 
 def _load_generator(
     spec: RunSpec,
-    base_url: str,
+    endpoint: Endpoint,
     store: RunStore,
     clock: RunClock,
     model: str,
@@ -81,12 +81,12 @@ def _load_generator(
     loaded_log: LoadedLog | None,
 ) -> LoadGenerator | WorkerFleet:
     """What runs the sessions: this process's event loop, or --workers processes."""
-    workers = spec.effective_workers()
+    workers, url = spec.effective_workers(), endpoint.base_url
     if workers > 1:
-        return WorkerFleet(spec, base_url, store, clock, model, sessions, workers)
+        return WorkerFleet(spec, url, store, clock, model, sessions, workers)
     watchdog = Watchdog(clock, spec.stall_after_s)
     share = Share(sessions, spec.effective_concurrency())
-    return LoadGenerator.for_endpoint(spec, base_url, watchdog, store, model, share, loaded_log)
+    return LoadGenerator.for_endpoint(spec, url, watchdog, store, model, share, loaded_log)
 
 
 def _client_figures(generator: LoadGenerator | WorkerFleet, workers: int) -> dict[str, object]:
@@ -122,7 +122,7 @@ async def drive(
     model = await _model_name(endpoint.base_url, spec)
     sessions = range(first_session_id, first_session_id + spec.sessions)
     loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None  # then one worker
-    generator = _load_generator(spec, endpoint.base_url, store, clock, model, sessions, loaded_log)
+    generator = _load_generator(spec, endpoint, store, clock, model, sessions, loaded_log)
     replay = None
     if loaded_log is not None:
         scenario = get_scenario(spec.scenario)

@@ -6,36 +6,7 @@ RunSummary`); the modules behind it are this part's own. Names load on first use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from repro.lazy_exports import lazy_exports
-
-if TYPE_CHECKING:
-    from repro.results.compare import compare_rates, comparison_document, comparison_table
-    from repro.results.gate import (
-        Threshold,
-        check_junit_path,
-        decide,
-        gate_records,
-        junit_on_error,
-        write_junit,
-    )
-    from repro.results.html_page import document, section, table
-    from repro.results.html_report import write_html_report
-    from repro.results.oracle_view import divergence_figures, judged_records, with_verdict
-    from repro.results.reading import RunFolder, read_run, read_turn_table, read_turns
-    from repro.results.report import render_summary
-    from repro.results.run_plots import figure, no_data, svg
-    from repro.results.stats import Rate, fisher_less, wilson
-    from repro.results.store import FLUSH_EVERY_S, RunStore, create_run_folder
-    from repro.results.summary import (
-        SUMMARY_COLUMNS,
-        RunSummary,
-        corrupted_by_session,
-        judged_turns,
-        summarize,
-        summarize_table,
-    )
 
 # Each public name and the module that defines it.
 _HOMES = {
@@ -77,43 +48,6 @@ _HOMES = {
     "summarize_table": "summary",
 }
 
-__all__ = [
-    "FLUSH_EVERY_S",
-    "SUMMARY_COLUMNS",
-    "Rate",
-    "RunFolder",
-    "RunStore",
-    "RunSummary",
-    "Threshold",
-    "check_junit_path",
-    "compare_rates",
-    "comparison_document",
-    "comparison_table",
-    "corrupted_by_session",
-    "create_run_folder",
-    "decide",
-    "divergence_figures",
-    "document",
-    "figure",
-    "fisher_less",
-    "gate_records",
-    "judged_records",
-    "judged_turns",
-    "junit_on_error",
-    "no_data",
-    "read_run",
-    "read_turn_table",
-    "read_turns",
-    "render_summary",
-    "section",
-    "summarize",
-    "summarize_table",
-    "svg",
-    "table",
-    "wilson",
-    "with_verdict",
-    "write_html_report",
-    "write_junit",
-]
+__all__ = sorted(_HOMES)
 
 __getattr__ = lazy_exports(__name__, _HOMES, globals())
