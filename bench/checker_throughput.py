@@ -11,7 +11,7 @@ in turn so that load from the shared machine falls on both; our JSON Schema verd
 cold in every run. The peer only parses; we also validate schemas and scan the text, so
 the table also shows us without the schemas.
 
-Corpora: "agent turns" is the checkers' zero-false-positive corpus (repro/checkers/corpus.py:
+Corpora: "agent turns" is the checkers' zero-false-positive corpus (tests/dsml_corpus.py:
 prose and one to four calls, about 650 characters a turn); "long turns" are write_file calls
 carrying 2-20 KB of this interpreter's standard-library source, prose from its docstrings,
 and CJK text.
@@ -32,12 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.stream import DsmlStream, parse_dsml
-from repro.checkers.toolset import ToolSet
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the corpus is test data: tests/dsml_corpus.py
+
+from repro.checkers.dsml.stream import DsmlStream, parse_dsml  # noqa: E402
+from repro.checkers.toolset import ToolSet  # noqa: E402
+from repro.dsml.encode import encode_completion  # noqa: E402
+from tests.dsml_corpus import TOOLS, samples  # noqa: E402
+
 SGLANG_PYTHON = REPO / ".cache" / "sglang-0.5.23" / "bin" / "python"
 PEER = REPO / "bench" / "checker_peer_sglang.py"
 CHUNK_CHARS = 4

@@ -28,8 +28,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from repro.checkers.dsml.encode import encode_completion
 from repro.checkers.verdict import ToolCall
+from repro.dsml.encode import encode_completion
 from repro.scenarios.agentic_coding import TOOLS, AgenticCoding
 from repro.sim.detector import parse_completion
 

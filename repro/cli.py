@@ -14,9 +14,10 @@ import typer
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
 from repro.errors import UsageError
+from repro.spec import RUNS_DIR
 
 if TYPE_CHECKING:
-    from repro.results.summary import RunSummary
+    from repro.results import RunSummary
     from repro.spec import RunSpec
 
 app = typer.Typer(
@@ -58,9 +59,8 @@ def _run(
 ) -> RunSummary:
     """The run with its live panel, then its summary (as JSON on stdout with `as_json`); shown
     too when a signal stopped it. `show=False` leaves the printing to the caller."""
-    from repro.harness.progress import Progress
-    from repro.harness.run import Interrupted, run
-    from repro.results.report import render_summary
+    from repro.harness import Interrupted, Progress, run
+    from repro.results import render_summary
 
     def display(summary: RunSummary) -> None:
         if not show:
@@ -89,13 +89,12 @@ def run(
     with exit_on_error():
         spec = o.build_spec(**options)
         if not dry_run:
-            from repro.harness.run import unvouched
+            from repro.harness import unvouched
 
             if (problem := unvouched(_run(spec, out, as_json=as_json))) is not None:
                 raise problem  # README: exit 2
             return
-        from repro.harness.dry_run import render_plan
-        from repro.harness.run import resolve
+        from repro.harness import render_plan, resolve
 
         plan = resolve(spec).plan
         if plan is None:
@@ -117,8 +116,8 @@ def gate(
     """A run plus a verdict: exit 1 when corruption is above --max-corruption (even if some
     turns failed), 2 when the run cannot decide (engine error, wedge, failed turns, no turn
     judged), 130 when interrupted, 0 otherwise. --junit is written on every way out."""
-    from repro.harness.run import RunStopped
-    from repro.results.gate import (
+    from repro.harness import RunStopped
+    from repro.results import (
         Threshold,
         check_junit_path,
         decide,
@@ -158,9 +157,8 @@ def gate(
 def preflight(options: dict[str, Any]) -> None:
     """Check every role's argv with the engine's own parser (SGLang: abbreviations off), and with
     --launcher slurm the Slurm side (commands, partition, nodes); start nothing."""
-    from repro.harness.launchers import check_launcher
-    from repro.harness.preflight import preflight as check
-    from repro.harness.run import resolve
+    from repro.harness import check_launcher, resolve
+    from repro.harness import preflight_plan as check
 
     with exit_on_error():
         spec = o.build_spec(**options)
@@ -202,13 +200,12 @@ def report(
     html: Html = None,
 ) -> None:
     """Summarise a run folder again, recomputed from its turns.parquet; --html for a page."""
-    from repro.results.reading import read_run
-    from repro.results.report import render_summary
+    from repro.results import read_run, render_summary
 
     with exit_on_error():
         folder = read_run(run_dir)
         if html is not None:
-            from repro.results.html_report import write_html_report
+            from repro.results import write_html_report
 
             write_html_report(folder, html)
         if as_json:
@@ -224,16 +221,15 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
     """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
-    from repro.results import compare as comparing
-    from repro.results.reading import read_run
+    from repro.results import compare_rates, comparison_document, comparison_table, read_run
 
     with exit_on_error():
         first, second = read_run(a).summary, read_run(b).summary
-        rows = comparing.compare(first, second)
+        rows = compare_rates(first, second)
         if as_json:
-            console.print_json(data=comparing.comparison_document(first, second, rows))
+            console.print_json(data=comparison_document(first, second, rows))
         else:
-            console.print(comparing.comparison_table(first, second, rows))
+            console.print(comparison_table(first, second, rows))
 
 
 profile_app = typer.Typer(help="Launch profiles: what one defines.", no_args_is_help=True)
@@ -248,8 +244,7 @@ def profile_show(
 ) -> None:
     """A profile's roles (argv template, health URL), knobs (values, defaults, what each value
     does) and settings (defaults, how to set them). See docs/profiles.md."""
-    from repro.harness.profile import load_profile
-    from repro.harness.profile_view import profile_document, render_profile
+    from repro.harness import load_profile, profile_document, render_profile
 
     with exit_on_error():
         loaded = load_profile(o.build_spec(profile=profile, backend=backend).profile_path())
@@ -298,7 +293,7 @@ SweepContexts = Annotated[
     str, typer.Option("--context-max", help="prompt ceilings to cross with them, e.g. 16000,80000")
 ]
 SweepOut = Annotated[
-    Path, typer.Option("--out", help="results folder; points and the table go to <out>/sweep/")
+    Path, typer.Option("--out", help="output folder; points and the table go to <out>/sweep/")
 ]
 
 
@@ -308,12 +303,12 @@ def sweep(
     options: dict[str, Any],
     sessions: SweepSessions = "1,10,20,40,60,80",
     context_max: SweepContexts = "80000",
-    out: SweepOut = Path("results"),
+    out: SweepOut = RUNS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON")] = False,
 ) -> None:
     """One run per point (sessions x --context-max): a table of session and turn rates with
     Wilson intervals, a parquet file and an HTML page with the curves. Rerun to resume."""
-    from repro.harness.run import Interrupted
+    from repro.harness import Interrupted
     from repro.sweep import SweepPlan, parse_counts, render_table, run_sweep
 
     with exit_on_error():

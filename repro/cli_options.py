@@ -74,7 +74,7 @@ StallAfter = Annotated[float, _opt("--stall-after", "stall_after_s", min=0.001)]
 AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
 Out = Annotated[
     Path | None,
-    typer.Option("--out", help="run folder (default results/<time>-<config>)", rich_help_panel=RUN),
+    typer.Option("--out", help="run folder (default runs/<time>-<config>)", rich_help_panel=RUN),
 ]
 
 Url = Annotated[str | None, _opt("--url", "url", ENGINE, show_default=False)]

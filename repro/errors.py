@@ -4,8 +4,7 @@
     ├── UsageError        bad input (option, knob, profile, scenario, port, URL)  -> exit 2
     ├── EngineError       an engine failed to start, died, wedged or is unreachable -> exit 2
     ├── StoreError        the run folder cannot be written (disk full, I/O error)   -> exit 2
-    ├── CorruptionFound   a gate found more corruption than allowed                 -> exit 1
-    └── RunStopped        (harness/run.py) a run ended early, with its summary      -> its cause's
+    └── RunStopped        a run ended early, with its summary (run_outcome.py)      -> its cause's
         └── Interrupted   Ctrl-C, SIGTERM or SIGHUP                                 -> exit 130
 
 Anything else escaping to the CLI is a bug in repro and keeps its traceback.
@@ -14,7 +13,7 @@ Anything else escaping to the CLI is a bug in repro and keeps its traceback.
 from __future__ import annotations
 
 EXIT_OK = 0
-EXIT_CORRUPTION = 1
+EXIT_CORRUPTION = 1  # a verdict, not an error: a gate or `repro check` found corruption
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -43,7 +42,12 @@ class StoreError(ReproError):
         self.reason = reason  # the system's words, e.g. "No space left on device"
 
 
-class CorruptionFound(ReproError):
-    """A gate measured more corruption than it allows."""
+def first_repro_error(group: BaseExceptionGroup) -> ReproError:
+    """Task groups wrap errors; a user-facing ReproError inside is what the CLI reports.
 
-    exit_code = EXIT_CORRUPTION
+    Re-raises the group itself when it holds anything else (a bug keeps its traceback)."""
+    matched, rest = group.split(ReproError)
+    if matched is None or rest is not None:
+        raise group
+    first = matched.exceptions[0]
+    return first_repro_error(first) if isinstance(first, BaseExceptionGroup) else first  # type: ignore[return-value]

@@ -2,7 +2,7 @@
 
 `install()` runs first thing in the console script. Outside a run each of the three raises
 KeyboardInterrupt (or whatever Ctrl-C does at that moment, e.g. asyncio's graceful cancel),
-which typer turns into exit 130; during `repro run` harness/run.py listens for all three
+which typer turns into exit 130; during `repro run` harness/stopping.py listens for all three
 and tears the engine down first. Once a run has written its summary, `settle()` keeps a
 signal from turning its outcome into 130: a first one is noted, a second stops at once.
 Standard library only: it is imported before anything else.

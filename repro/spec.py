@@ -17,6 +17,9 @@ from repro.errors import UsageError
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
 SESSIONS_PER_WORKER = 250  # what one event loop holds at 5 ms per token (bench/RESULTS.md)
 MAX_OUTPUT_TOKENS_LIMIT = 1_048_576  # far above any model's output window; keeps JSON ints small
+# Where runs, trial caches and sweeps go unless --out says otherwise. (Older versions wrote to
+# ./results, the name of the part that writes them; a folder there is read like any other.)
+RUNS_DIR = Path("runs")
 DEFAULT_PROFILES = {
     "sim": PROFILES_DIR / "sim.toml",
     "sglang": PROFILES_DIR / "sglang-0.5.23.toml",

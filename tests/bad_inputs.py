@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from repro.checkers.dsml.encode import encode_completion
+from repro.dsml.encode import encode_completion
 from repro.interrupts import STOP_SIGNALS
 from repro.spec import PROFILES_DIR
 

@@ -1,6 +1,6 @@
 """One repro worker holding `sessions` sessions against --url, with an event-loop lag probe.
 
-`repro run --url` in-process (repro.harness.run.drive: sessions, checking, run folder) on
+`repro run --url` in-process (repro.harness.drive: sessions, checking, run folder) on
 uvloop as `repro run` does, plus a probe task that sleeps 10 ms at a time and records how
 late it wakes: the lag every coroutine of the run suffers, hence how much TTFT and the
 inter-token gaps repro measures are its own backlog.
@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 import pyarrow.parquet as pq
 
-from repro.harness.run import Endpoint, drive
+from repro.harness import Endpoint, drive
 from repro.spec import RunSpec
 
 PROBE_INTERVAL_S = 0.01

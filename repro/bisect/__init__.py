@@ -3,33 +3,29 @@
 bisect_flags(FlagCampaign)     the whole conjunction of knobs that makes good corrupt
 bisect_matrix(MatrixCampaign)  rates per cell of a full or resolution-IV design
 commands.app                   `repro bisect flags|matrix` (mounted by repro.cli)
+
+Other parts import what is listed in `__all__`, from here; names load on first use.
 """
 
-from repro.bisect.campaign import (
-    FlagCampaign,
-    MatrixCampaign,
-    bisect_flags,
-    bisect_matrix,
-    flag_report_json,
-    matrix_report_json,
-)
-from repro.bisect.classify import KnobClass
-from repro.bisect.flags import FlagReport
-from repro.bisect.matrix import MatrixReport
-from repro.bisect.sprt import Decision, SprtResult, SprtSettings, run_sprt
+from repro.lazy_exports import lazy_exports
 
-__all__ = [
-    "Decision",
-    "FlagCampaign",
-    "FlagReport",
-    "KnobClass",
-    "MatrixCampaign",
-    "MatrixReport",
-    "SprtResult",
-    "SprtSettings",
-    "bisect_flags",
-    "bisect_matrix",
-    "flag_report_json",
-    "matrix_report_json",
-    "run_sprt",
-]
+# Each public name and the module that defines it.
+_HOMES = {
+    "FlagCampaign": "campaign",
+    "MatrixCampaign": "campaign",
+    "bisect_flags": "campaign",
+    "bisect_matrix": "campaign",
+    "flag_report_json": "campaign",
+    "matrix_report_json": "campaign",
+    "KnobClass": "classify",
+    "FlagReport": "flags",
+    "MatrixReport": "matrix",
+    "Decision": "sprt",
+    "SprtResult": "sprt",
+    "SprtSettings": "sprt",
+    "run_sprt": "sprt",
+}
+
+__all__ = sorted(_HOMES)
+
+__getattr__ = lazy_exports(__name__, _HOMES, globals())

@@ -1,6 +1,6 @@
 """The trial cache: evidence per (configuration, engine identity, scenario, client settings).
 
-One JSON file per key under <results>/bisect/cache/, rewritten atomically after every wave,
+One JSON file per key under <out>/bisect/cache/, rewritten atomically after every wave,
 so a campaign killed at any point resumes with everything that had finished. Statistical
 settings are deliberately not part of the key: an entry holds outcomes, not a verdict (see
 evidence.py), so a rerun with other p0/p1/alpha/beta reuses the sessions already paid for.

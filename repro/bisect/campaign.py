@@ -22,7 +22,7 @@ from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
 from repro.bisect.trial import TrialRunner
-from repro.spec import RunSpec, usage_error
+from repro.spec import RUNS_DIR, RunSpec, usage_error
 
 Report = TypeVar("Report")
 
@@ -32,7 +32,7 @@ class _Campaign(BaseModel):
 
     run: RunSpec = Field(description="the load per wave: run.sessions is the wave size")
     sprt: SprtSettings = Field(default_factory=SprtSettings)
-    out_dir: Path = Field(Path("results"), description="results folder; the cache lives here")
+    out_dir: Path = Field(RUNS_DIR, description="output folder; the cache lives here")
     parallel: int = Field(
         1,
         ge=1,

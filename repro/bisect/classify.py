@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from repro.bisect.evidence import Evidence
 from repro.bisect.sprt import Decision, SprtSettings
-from repro.results.stats import fisher_less, wilson
+from repro.results import fisher_less, wilson
 
 # "Shown as high": a knock-out keeps at least this share of the reference's rate. An
 # amplifier must at least halve the rate to be told from a red herring in a budget.

@@ -54,7 +54,7 @@ WaveSessions = Annotated[
 ]
 Out = Annotated[
     Path,
-    typer.Option("--out", help="results folder; trials are cached in <out>/bisect/"),
+    typer.Option("--out", help="output folder; trials are cached in <out>/bisect/"),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")]
 Parallel = Annotated[

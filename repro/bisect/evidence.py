@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from repro.bisect.sprt import SprtResult, SprtSettings, run_sprt
-from repro.results.stats import Rate, wilson
+from repro.results import Rate, wilson
 
 CORRUPTED = "C"
 CLEAN = "."

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
-from repro.errors import EngineError, ReproError, UsageError
-from repro.harness.plan import check_plan
-from repro.harness.profile import Profile, load_profile
+from repro.errors import EngineError, ReproError, UsageError, first_repro_error
+from repro.harness import Profile, check_plan, load_profile
 from repro.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -34,42 +33,36 @@ def engine_key(spec: RunSpec) -> str:
 
 
 def session_outcomes(run_dir: Path, first_session_id: int, sessions: int) -> str:
-    """One outcome per session id, counted exactly as RunSummary counts sessions.
+    """One outcome per session id, counted by RunSummary's rule (corrupted_by_session),
+    after the divergence oracle's verdicts, if it ran, are applied to the turns.
 
-    A session counts when it has at least one judged turn (outcome `ok`, and judged by the
-    run's oracle: with divergence, replayed), and is corrupted when any judged turn is; one
-    with no judged turn (errors only, never started, or not in the replay's sample) is
-    ERRORED: no evidence either way.
+    A session with no judged turn (errors only, never started, or not in the replay's
+    sample) is ERRORED: no evidence either way.
     """
-    from repro.harness.replayed import read_replayed
-    from repro.results.oracle_view import with_verdict
-    from repro.results.reading import read_turn_table
+    from repro.harness import read_replayed
+    from repro.results import corrupted_by_session, judged_turns, read_turn_table, with_verdict
 
     path = run_dir / "turns.parquet"
     if not path.exists():
         return ERRORED * sessions
-    rows = read_turn_table(path, ["session_id", "turn", "outcome", "corrupted", "judged"])
-    rows = rows.to_pylist()
-    replayed = read_replayed(run_dir)  # the divergence oracle's verdicts, if it ran
-    judged: dict[int, bool] = {}
-    for row in rows:
-        if row["outcome"] != "ok":
-            continue
-        sid = row["session_id"]
-        verdict = replayed.get((sid, row.get("turn")))
-        counted, corrupted = with_verdict(row.get("judged", True), row["corrupted"], verdict)
-        if counted:
-            judged[sid] = judged.get(sid, False) or bool(corrupted)
+    columns = ["session_id", "turn", "outcome", "corrupted", "judged"]
+    turns = read_turn_table(path, columns).to_pandas()
+    replayed = read_replayed(run_dir)
+    if replayed:
+        verdicts = [
+            with_verdict(bool(judged), bool(corrupted), replayed.get((sid, turn)))
+            for sid, turn, judged, corrupted in zip(
+                turns["session_id"], turns["turn"], turns["judged"], turns["corrupted"], strict=True
+            )
+        ]
+        turns["judged"] = [j for j, _ in verdicts]
+        turns["corrupted"] = [c for _, c in verdicts]
+    by_session = corrupted_by_session(judged_turns(turns))
     ids = range(first_session_id, first_session_id + sessions)
     return "".join(
-        ERRORED if sid not in judged else CORRUPTED if judged[sid] else CLEAN for sid in ids
+        ERRORED if sid not in by_session.index else CORRUPTED if by_session[sid] else CLEAN
+        for sid in ids
     )
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    """The first error in a (possibly nested) exception group."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 class HarnessOracle:
@@ -121,7 +114,7 @@ class HarnessOracle:
     def check(self, configs: Sequence[Mapping[str, str]]) -> None:
         plans = [check_plan(self.profile, self.spec, dict(c)) for c in configs]
         if any(self.profile.roles[r.name].preflight for plan in plans for r in plan.roles):
-            from repro.harness.preflight import check_plans
+            from repro.harness import check_plans
 
             # One probe per interpreter for every plan: a bad flag that only a later trial
             # would launch fails now, not hours into the campaign.
@@ -130,7 +123,7 @@ class HarnessOracle:
                     raise UsageError(report.failure_message())
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
-        from repro.harness.run import drive
+        from repro.harness import drive
 
         started_s = time.monotonic()
         spec = spec.with_oracle_default(self.profile.engine.oracle)
@@ -146,7 +139,7 @@ class HarnessOracle:
         return Wave(first_session_id, outcomes, time.monotonic() - started_s, str(wave_dir))
 
     async def _engine_for(self, spec: RunSpec, wave_dir: Path) -> object:
-        from repro.harness.run import engine
+        from repro.harness import engine
 
         key = engine_key(spec)
         if key == self._key and self._stack is not None:
@@ -160,7 +153,7 @@ class HarnessOracle:
                 engine(spec, wave_dir / "engine-logs", allocations=self._slurm)
             )
         except* ReproError as failed:  # the launcher starts roles in a task group: unwrap
-            raise _first(failed) from None
+            raise first_repro_error(failed) from None
         self._stack, self._key = stack, key
         return self._endpoint
 

@@ -21,7 +21,7 @@ from repro.bisect.oracle import Oracle
 from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import CampaignState, Progress
 from repro.bisect.sprt import SprtResult, SprtSettings
-from repro.results.stats import Rate
+from repro.results import Rate
 from repro.spec import RunSpec
 
 # A trial the search stopped because its question was answered before the SPRT decided.

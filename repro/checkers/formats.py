@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from repro.checkers.dsml.markers import EOS, THINK_CLOSE
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.free_text import check_free_text
 from repro.checkers.kinds import Kind
@@ -21,6 +20,7 @@ from repro.checkers.markup_scan import Where
 from repro.checkers.openai_parsed import check_parsed_calls
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
+from repro.dsml.markers import EOS, THINK_CLOSE
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from repro.checkers.dsml.markers import BAR, DSML, V32, Dialect
 from repro.checkers.kinds import Kind
+from repro.dsml.markers import BAR, DSML, V32, Dialect
 
 WINDOW_BEFORE = 8
 WINDOW_AFTER = 160

@@ -18,20 +18,20 @@ import anyio
 import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
+from repro.dsml.markers import BLOCK_LEAD_IN
 from repro.harness.chat_body import chat_body
 from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.loaded_log import LoadedLog
 from repro.harness.loop_probe import ClientLoad, LoopProbe
 from repro.harness.turn import TurnOutcome, TurnRecord
 from repro.harness.watchdog import Watchdog
-from repro.results.store import FLUSH_EVERY_S, RunStore
+from repro.results import FLUSH_EVERY_S, RunStore
 from repro.scenarios import Scenario, Session
 from repro.scenarios.scripted import ScriptedHistory, assistant_message
 from repro.spec import RunSpec
 
 MAX_ABORT_RETRIES = 3  # an aborted request is re-sent, as an agent framework would
 ABORT_MAX_CHUNK = 40
-DSML_START = "\n\n<\uff5cDSML\uff5c"
 
 
 @dataclass(slots=True)
@@ -331,7 +331,7 @@ class LoadGenerator:
     ) -> dict:
         content = "".join(progress.content)
         if calls and not progress.calls:
-            content = content.split(DSML_START, 1)[0]  # the calls travel as tool_calls instead
+            content = content.split(BLOCK_LEAD_IN, 1)[0]  # the calls travel as tool_calls instead
         return assistant_message(content, "".join(progress.reasoning), calls, ids)
 
     def _record(

@@ -91,7 +91,7 @@ class PreflightReport:
         return "\n".join(lines)
 
 
-def preflight(
+def preflight_plan(
     plan: LaunchPlan, profile: Profile, *, timeout_s: float | None = None
 ) -> PreflightReport:
     """Check one plan; raise UsageError (exit 2) listing every problem if any role fails."""

@@ -314,7 +314,7 @@ async def references(
 
 async def _hold_engine(spec: RunSpec, logs_dir: Path, urls: list[str], done: anyio.Event) -> None:
     """Launch one copy of the run's engine (fresh ports) and keep it until `done`."""
-    from repro.harness.run import engine  # the launcher path every run takes; late: no cycle
+    from repro.harness.endpoint import engine  # the launcher path every run takes; late: no cycle
 
     async with engine(spec.model_copy(update={"port": None}), logs_dir) as endpoint:
         urls.append(endpoint.base_url)

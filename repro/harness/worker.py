@@ -25,7 +25,7 @@ from repro.harness.client import RunClock
 from repro.harness.loadgen import LoadGenerator, Share
 from repro.harness.watchdog import Watchdog
 from repro.harness.workers import DONE, REPORT, REPORT_EVERY_S, frame, relay_to
-from repro.results.store import RunStore
+from repro.results import RunStore
 from repro.spec import RunSpec
 
 

@@ -32,7 +32,7 @@ from repro.harness.loop_probe import ClientLoad, pooled
 from repro.harness.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from repro.results.store import RunStore
+    from repro.results import RunStore
     from repro.spec import RunSpec
 
 REPORT, LINE, DONE = 1, 2, 3

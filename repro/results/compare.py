@@ -19,7 +19,7 @@ class RateComparison:
     p_value: float
 
 
-def compare(a: RunSummary, b: RunSummary) -> list[RateComparison]:
+def compare_rates(a: RunSummary, b: RunSummary) -> list[RateComparison]:
     """Session and turn corruption of A and B, each with a two-sided Fisher exact p-value."""
     rows = []
     for what, ka, na, kb, nb in (

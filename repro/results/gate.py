@@ -17,7 +17,7 @@ from repro.errors import (
     ReproError,
     UsageError,
 )
-from repro.harness.turn import TurnOutcome, TurnRecord
+from repro.harness import TurnOutcome, TurnRecord
 from repro.results.summary import RunSummary
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")

@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from repro.checkers.divergence import DivergenceKind
-from repro.harness.replayed import ReplayedTurn
-from repro.harness.turn import TurnOutcome, TurnRecord
+from repro.harness import ReplayedTurn, TurnOutcome, TurnRecord
 
 NUMERICAL_LISTED = 50  # numerical divergences listed by session, turn and margin
 

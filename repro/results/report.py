@@ -25,12 +25,18 @@ class SummaryRow:
 
 
 def _context(summary: RunSummary) -> str:
-    """The largest prompt, and how many sessions got to the story's 60k; that count is left
-    out for runs whose prompts never got there (a short --context-max), where it says nothing."""
+    """The largest prompt, and how many sessions got to a long context (60k tokens unless
+    the summary says otherwise); that count is left out for runs whose prompts never got
+    there (a short --context-max), where it says nothing."""
     text = f"max prompt {summary.max_prompt_tokens:,} tokens"
-    if summary.max_prompt_tokens < 60_000:
+    long = summary.long_context_tokens
+    if summary.max_prompt_tokens < long:
         return text
-    return f"{text}; {summary.sessions_reaching_60k} of {summary.sessions_started} sessions reached 60k"
+    reached = f"{long // 1000}k" if long % 1000 == 0 else f"{long:,} tokens"
+    return (
+        f"{text}; {summary.sessions_reaching_long_context} of {summary.sessions_started} "
+        f"sessions reached {reached}"
+    )
 
 
 def _ms(values: dict[str, float]) -> str:

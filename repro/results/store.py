@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from repro.errors import StoreError, UsageError
-from repro.harness.turn import TurnRecord
+from repro.harness import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"
@@ -74,6 +74,31 @@ def check_output_file(option: str, path: Path) -> None:
         raise UsageError(f"{option} {path}: the folder {folder} does not exist.")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {path}: the folder {folder} is not writable.")
+
+
+RUN_FILES = ("spec.json", TURNS, "summary.json")  # a folder holding any of these holds a run
+
+
+def create_run_folder(run_dir: Path, *, refuse: str) -> None:
+    """Create the folder a run writes to, unless that would overwrite something (UsageError).
+
+    `refuse`: "anything" for a run's own --out (it must be new or empty), "a run" for a
+    folder others may share (a bisect wave's), "nothing" for a worker's (its parent made it).
+    """
+    in_the_way = run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir()))
+    if refuse == "anything" and in_the_way:
+        raise UsageError(
+            f"{run_dir} already exists and is not empty; choose a new --out so no "
+            "earlier run is overwritten."
+        )
+    if refuse == "a run" and any((run_dir / name).exists() for name in RUN_FILES):
+        raise UsageError(
+            f"{run_dir} already holds a run; choose a new --out so it is not overwritten."
+        )
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
 
 
 def _reason(exc: OSError) -> str:
@@ -169,16 +194,7 @@ class RunStore:
         worker: int | None = None,
         relay: Callable[[str, bytes], None] | None = None,
     ) -> None:
-        if worker is None and any(
-            (run_dir / name).exists() for name in ("spec.json", TURNS, "summary.json")
-        ):
-            raise UsageError(
-                f"{run_dir} already holds a run; choose a new --out so it is not overwritten."
-            )
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"Cannot create the run folder {run_dir}: {exc.strerror}.") from None
+        create_run_folder(run_dir, refuse="a run" if worker is None else "nothing")
         self.run_dir = run_dir
         self.turns_dir = run_dir / TURNS
         retried(self.turns_dir, lambda: self.turns_dir.mkdir(exist_ok=True))

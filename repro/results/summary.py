@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro.harness.turn import ERROR_OUTCOMES, TurnOutcome, TurnRecord
+from repro.harness import ERROR_OUTCOMES, TurnOutcome, TurnRecord
 from repro.results.stats import wilson
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ SUMMARY_COLUMNS = (
     "defect_kinds",
     "judged",
 )
+# Sessions whose prompt got this far are counted apart: the story's corruption shows past
+# about 60k tokens of context (docs/sim.md), so a run that got few there says little.
+LONG_CONTEXT_TOKENS = 60_000
 # Why a run ended, as summary.json says in `ended_because`.
 ENDED = ("completed", "interrupted", "wedged", "error", "write_failed")
 
@@ -69,7 +72,8 @@ class RunSummary:
     session_corruption_ci: tuple[float, float] = (0.0, 1.0)
     turn_corruption_ci: tuple[float, float] = (0.0, 1.0)
     sessions_started: int = 0
-    sessions_reaching_60k: int = 0
+    sessions_reaching_long_context: int = 0  # prompt at or past long_context_tokens
+    long_context_tokens: int = LONG_CONTEXT_TOKENS
     aborted: int = 0
     cancelled: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -104,6 +108,9 @@ class RunSummary:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:
         known = {f.name for f in dataclasses.fields(cls)}
+        if "sessions_reaching_60k" in data:  # summary.json from before the threshold was named
+            data.setdefault("sessions_reaching_long_context", data["sessions_reaching_60k"])
+            data.setdefault("long_context_tokens", 60_000)
         for key in ("session_corruption_ci", "turn_corruption_ci"):
             if key in data:
                 data[key] = tuple(data[key])
@@ -118,6 +125,18 @@ class RunSummary:
     def error_outcomes(self) -> str:
         """The failed turns by outcome, e.g. "http_error 2, timeout 1": what `errors` counts."""
         return ", ".join(f"{k} {v}" for k, v in self.outcomes.items() if k in ERROR_OUTCOMES)
+
+
+def judged_turns(turns: pd.DataFrame) -> pd.DataFrame:
+    """The turns the rates count: outcome `ok` and judged by the run's oracle."""
+    ok = turns[turns["outcome"] == TurnOutcome.OK]
+    return ok[ok["judged"].astype(bool)]
+
+
+def corrupted_by_session(judged: pd.DataFrame) -> pd.Series:
+    """Per session with a judged turn, whether any of its judged turns is corrupted: how
+    sessions are counted, by RunSummary and by bisection's trials alike."""
+    return judged.groupby("session_id")["corrupted"].any()
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -169,6 +188,7 @@ def summarize_frame(
     run_dir: str = "",
     oracle: str | None = None,
     divergence: dict[str, Any] | None = None,
+    long_context_tokens: int = LONG_CONTEXT_TOKENS,
 ) -> RunSummary:
     """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
 
@@ -177,8 +197,8 @@ def summarize_frame(
     # None (no value) becomes NaN whatever the source; an empty run has object columns.
     turns = turns.astype({c: "float64" for c in numbers} | {"corrupted": bool, "judged": bool})
     ok = turns[turns["outcome"] == TurnOutcome.OK]
-    judged = ok[ok["judged"]]  # with the divergence oracle, only what the replay judged
-    by_session = judged.groupby("session_id")["corrupted"].any()
+    judged = judged_turns(turns)  # with the divergence oracle, only what the replay judged
+    by_session = corrupted_by_session(judged)
     sessions, sessions_corrupted = len(by_session), int(by_session.sum())
     turns_judged, turns_corrupted = len(judged), int(judged["corrupted"].sum())
     outcomes = Counter({str(k): int(v) for k, v in turns["outcome"].value_counts().items()})
@@ -208,7 +228,8 @@ def summarize_frame(
         session_corruption_ci=(session_rate.low, session_rate.high),
         turn_corruption_ci=(turn_rate.low, turn_rate.high),
         sessions_started=int(turns["session_id"].nunique()),
-        sessions_reaching_60k=int((peak >= 60_000).sum()),
+        sessions_reaching_long_context=int((peak >= long_context_tokens).sum()),
+        long_context_tokens=long_context_tokens,
         aborted=outcomes[TurnOutcome.ABORTED],
         cancelled=outcomes[TurnOutcome.CANCELLED],
         outcomes=dict(sorted(outcomes.items())),
@@ -244,7 +265,7 @@ def _pooled_gaps(judged: pd.DataFrame) -> dict[str, float]:
     """Inter-token gap percentiles over every judged turn, from the turns' histograms."""
     import numpy as np
 
-    from repro.harness.gap_stats import percentiles_of
+    from repro.harness import percentiles_of
 
     if judged.empty:
         return {}

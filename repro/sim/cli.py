@@ -79,13 +79,13 @@ def _positive_gb(text: str) -> float:
 _positive_gb.__name__ = "positive number of GB"
 
 
+def _command(sub: argparse._SubParsersAction, name: str, what: str) -> argparse.ArgumentParser:
+    """A sub-command's parser; abbreviations off, as SGLang's own parser has them."""
+    return sub.add_parser(name, help=what, description=DESCRIPTION, allow_abbrev=False)
+
+
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "serve",
-        help="run one engine role (single, prefill or decode)",
-        description=DESCRIPTION,
-        allow_abbrev=False,
-    )
+    p = _command(sub, "serve", "run one engine role (single, prefill or decode)")
     p.add_argument("--disaggregation-mode", choices=("null", "prefill", "decode"), default="null")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_port, default=30000)
@@ -166,12 +166,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _router_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "router",
-        help="repro's PD router (sglang_router.launch_router's arguments)",
-        description=DESCRIPTION,
-        allow_abbrev=False,
-    )
+    p = _command(sub, "router", "repro's PD router (sglang_router.launch_router's arguments)")
     p.add_argument("--pd-disaggregation", action="store_true", required=True)
     p.add_argument(
         "--prefill",

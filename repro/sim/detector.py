@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from repro.checkers.dsml.markers import BLOCK_CLOSE, BLOCK_OPEN, DSML, INVOKE_CLOSE, INVOKE_OPEN
+from repro.dsml.markers import BLOCK_CLOSE, BLOCK_OPEN, DSML, INVOKE_CLOSE, INVOKE_OPEN
 
 _INVOKE_RE = re.compile(
     rf'<{DSML}invoke\s+name="(?P<name>[^"]+)"\s*(?:(?P<self_close>/>)|>(?P<body>.*?){re.escape(INVOKE_CLOSE)})',

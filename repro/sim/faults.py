@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from repro.checkers.dsml.markers import DSML, EOS
+from repro.dsml.markers import DSML, EOS
 from repro.sim.config import EngineConfig
 
 log = logging.getLogger("repro.sim.faults")

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from repro.checkers.dsml.markers import EOS, THINK_CLOSE
+from repro.dsml.markers import EOS, THINK_CLOSE
 
 NEAR_TIE_SHARE = 0.04  # of the reasoning's word pieces (those with a letter to flip)
 NEAR_TIE_NATS = (0.005, 0.3)

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from repro.checkers.dsml.encode import encode_tool_calls
-from repro.checkers.dsml.markers import BOS, EOS, THINK_CLOSE, THINK_OPEN
+from repro.dsml.encode import encode_tool_calls
+from repro.dsml.markers import BOS, EOS, THINK_CLOSE, THINK_OPEN
 from repro.sim.tokens import ASSISTANT, USER, count_tokens
 
 # Paraphrase of the encoder's tool-list preamble; only its size matters here.

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from repro.checkers.dsml.markers import EOS, THINK_CLOSE
+from repro.dsml.markers import EOS, THINK_CLOSE
 from repro.sim.detector import DsmlDetector, Parsed, ParsedCall
 from repro.sim.logprobs import LogprobModel
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from repro.checkers.dsml.markers import BAR, BOS, DSML, EOS, THINK_CLOSE, THINK_OPEN
+from repro.dsml.markers import BAR, BOS, DSML, EOS, THINK_CLOSE, THINK_OPEN
 
 USER = f"<{BAR}User{BAR}>"
 ASSISTANT = f"<{BAR}Assistant{BAR}>"

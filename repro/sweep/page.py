@@ -7,8 +7,7 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
-from repro.results.html_page import document, section, table
-from repro.results.stats import Rate
+from repro.results import Rate, document, section, table
 from repro.sweep.table import SweepRow
 
 PALETTE = ("#c0392b", "#2980b9", "#27ae60", "#8e44ad", "#d35400", "#16a085")
@@ -66,7 +65,7 @@ def _by_context(rows: list[SweepRow]) -> dict[int, list[SweepRow]]:
 def rate_curve(rows: list[SweepRow], pick: Callable[[SweepRow], Rate], ylabel: str) -> str:
     from matplotlib.ticker import PercentFormatter
 
-    from repro.results.run_plots import figure, no_data, svg
+    from repro.results import figure, no_data, svg
 
     fig, (ax,) = figure()
     if not rows:
@@ -91,7 +90,7 @@ def rate_curve(rows: list[SweepRow], pick: Callable[[SweepRow], Rate], ylabel: s
 
 
 def failures_curve(rows: list[SweepRow]) -> str:
-    from repro.results.run_plots import figure, no_data, svg
+    from repro.results import figure, no_data, svg
 
     fig, (ax,) = figure()
     if not rows:

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from repro.errors import UsageError
-from repro.spec import RunSpec, usage_error
+from repro.spec import RUNS_DIR, RunSpec, usage_error
 
 DEFAULT_SESSIONS = (1, 10, 20, 40, 60, 80)
 
@@ -57,9 +57,7 @@ class SweepPlan(BaseModel):
     run: RunSpec = Field(description="the run each point repeats with its own sessions and context")
     sessions: tuple[int, ...] = Field(DEFAULT_SESSIONS, min_length=1)
     contexts_tokens: tuple[int, ...] = Field((80_000,), min_length=1)
-    out_dir: Path = Field(
-        Path("results"), description="results folder; points live in <out>/sweep/"
-    )
+    out_dir: Path = Field(RUNS_DIR, description="output folder; points live in <out>/sweep/")
 
     @field_validator("sessions", "contexts_tokens")
     @classmethod

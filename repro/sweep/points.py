@@ -8,8 +8,8 @@ from pathlib import Path
 
 from repro.bisect.cache import key_digest, trial_key
 from repro.bisect.harness_oracle import HarnessOracle
-from repro.harness.run import resolve
-from repro.results.summary import RunSummary
+from repro.harness import resolve
+from repro.results import RunSummary
 from repro.sweep.plan import SweepPoint
 
 

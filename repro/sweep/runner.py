@@ -42,8 +42,7 @@ def sweep_name(plan: SweepPlan) -> str:
 
 def run_sweep(plan: SweepPlan, console: Console) -> SweepResult:
     """Every point in order; Interrupted or an engine error stops it after saving the table."""
-    from repro.harness.progress import Progress
-    from repro.harness.run import run
+    from repro.harness import Progress, run
 
     points = plan.points()
     plan.folder.mkdir(parents=True, exist_ok=True)
@@ -81,7 +80,7 @@ def _outcome(row: SweepRow) -> str:
 
 
 def _write_page(plan: SweepPlan, result: SweepResult) -> None:
-    from repro.harness.run import resolve
+    from repro.harness import resolve
     from repro.sweep.page import write_page
 
     config = resolve(plan.run).config

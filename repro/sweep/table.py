@@ -9,8 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from repro.results.stats import Rate
-from repro.results.summary import RunSummary
+from repro.results import Rate, RunSummary
 from repro.sweep.plan import SweepPoint
 
 

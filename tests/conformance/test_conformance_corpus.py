@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import random
 
-from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import EOS
+from tests.dsml_corpus import TOOLS, samples
 
 CORPUS = samples(2000, seed=77)
 TOOLSET = ToolSet.from_openai(TOOLS)

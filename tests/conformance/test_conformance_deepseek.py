@@ -12,10 +12,10 @@ import random
 import sys
 from pathlib import Path
 
-from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.markers import EOS
+from tests.dsml_corpus import TOOLS, samples
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "checkers"))
 from dsml_corruptions import corrupt

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import EOS, THINK_CLOSE
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import EOS, THINK_CLOSE
 
 FIXTURES = Path(__file__).with_name("fixtures") / "deepseek-v3.2"
 GOLDEN_INPUT = json.loads((FIXTURES / "test_input.json").read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from repro.harness.run import Endpoint, drive
+from repro.harness import Endpoint, drive
 from repro.results.report import summary_rows
 from repro.spec import RunSpec
 from tests.e2e import sim_server

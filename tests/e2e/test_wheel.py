@@ -54,8 +54,8 @@ def test_the_wheel_runs_from_another_folder(installed: Path, tmp_path: Path) -> 
         "--set", "time_scale=0.2", "--ramp-up", "0.5",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    [run_dir] = (tmp_path / "results").iterdir()  # results/ of the folder it ran in
-    assert f"results/{run_dir.name}" in done.stdout and "sessions corrupted" in done.stdout
+    [run_dir] = (tmp_path / "runs").iterdir()  # runs/ of the folder it ran in
+    assert f"runs/{run_dir.name}" in done.stdout and "sessions corrupted" in done.stdout
     figures = json.loads((run_dir / "summary.json").read_text())
     assert figures["sessions"] == 4 and figures["turns"] >= 8 and figures["errors"] == 0
     assert figures["engine"].startswith("repro-sim ")

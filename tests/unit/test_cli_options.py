@@ -34,12 +34,12 @@ def test_gate_help_names_every_reason_for_exit_2() -> None:
 
 
 def test_a_run_whose_engine_wedged_exits_2_after_its_summary(monkeypatch, tmp_path) -> None:
-    import repro.harness.run as harness_run
+    import repro.harness as harness
     from repro.results.summary import summarize
 
     wedge = "the engine stopped making progress: no token for 30 s with 80 requests open"
     wedged = summarize([], config={}, wall_s=40.0, wedge=wedge, run_dir=str(tmp_path))
-    monkeypatch.setattr(harness_run, "run", lambda spec, out, progress: wedged)
+    monkeypatch.setattr(harness, "run", lambda spec, out, progress: wedged)
     result = CliRunner().invoke(app, ["run", "--sessions", "2"])
     assert result.exit_code == 2
     assert "WEDGE" in result.stdout  # the summary is still shown

@@ -1,4 +1,4 @@
-"""DeepSeek-V3.2 DSML: literals, the reference-exact encoder, and the strict parser."""
+"""DeepSeek-V3.2 DSML read strictly: the streaming parser and its shortcuts (the format: repro.dsml)."""
 
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 

@@ -1,26 +1,44 @@
-"""An invoke read in one go when it is exactly as DeepSeek's encoder writes it.
+"""The canonical form, as DeepSeek's encoder writes it (repro.dsml.encode), read in one go.
 
-A shortcut for the parser, not a second grammar: it answers only where the tag-by-tag
-reading would find no markup defect, and otherwise says "read it tag by tag" (None). The
-parser's tests compare both readings on every corpus and corruption.
+One reading of it for the two shortcuts of the parser: `read_canonical_invoke` takes one
+invoke whole (the streaming state machine, stream.py) and clean_turn.py matches a whole
+block with the same tag patterns. A shortcut is not a second grammar: it answers only where
+the tag-by-tag reading would find no markup defect, and otherwise says "read it tag by tag"
+(None). The parser's tests compare the readings on every corpus and corruption.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
-from repro.checkers.dsml.markers import DSML, INVOKE_OPEN
-from repro.checkers.dsml.tags import KEY_MAX_CHARS
-from repro.checkers.json_codec import read_json
+from repro.checkers.dsml.tags import KEY_MAX_CHARS, param_value
+from repro.dsml.markers import BAR, DSML, INVOKE_OPEN
 
-_HEAD = re.compile(f'<{DSML}invoke name="([^"<>\n]*)">\n')
-# A name longer than KEY_MAX_CHARS puts the tag's `>` past the state machine's limit.
-_PARAM = re.compile(
-    f'<{DSML}parameter name="([^"<>\n]{{0,{KEY_MAX_CHARS}}})" string="(true|false)">'
-)
-_PARAM_CLOSE_LINE = f"</{DSML}parameter>\n"
+# Printable ASCII but quotes, angle brackets and bars: a name as tags.py reads it, narrowed
+# so that a tag holds no character a character defect could start at (clean_turn.py).
+NAME = r'[^"<>|\x00-\x1f\x7f-\U0010ffff]'
+# Up to the first `<｜` or `</｜`; possessive, so a failed match does not backtrack.
+VALUE = f"[^<]*+(?:<(?!/?{BAR})[^<]*+)*+"
 NEXT_INVOKE = f">\n{INVOKE_OPEN}"  # what follows an invoke when another comes next
+
+
+def canonical_tags(group: Callable[[str], str]) -> tuple[str, str]:
+    """Patterns of an invoke's tag and of a whole parameter, `group` around the parts to
+    capture: the tool name; the key, the string attribute and the value.
+
+    A key longer than KEY_MAX_CHARS puts the tag's `>` past the state machine's limit.
+    """
+    invoke = f'<{DSML}invoke name="{group(NAME + "*")}">\n'
+    param = (
+        f'<{DSML}parameter name="{group(f"{NAME}{{0,{KEY_MAX_CHARS}}}")}" '
+        f'string="{group("true|false")}">{group(VALUE)}</{DSML}parameter>\n'
+    )
+    return invoke, param
+
+
+_HEAD, _PARAM = (re.compile(p) for p in canonical_tags(lambda p: f"({p})"))
 
 
 class CanonicalParam(NamedTuple):  # tuples: built once per parameter, on the hot path
@@ -57,24 +75,18 @@ def read_canonical_invoke(buf: str, lo: int, hi: int) -> CanonicalInvoke | None:
         tag = _PARAM.match(buf, pos, hi)
         if tag is None:
             return None
-        value_end = buf.find(_PARAM_CLOSE_LINE, tag.end(), hi)
-        if value_end == -1:
-            return None
-        key, raw = tag.group(1), buf[tag.end() : value_end]
+        key, attribute, raw = tag.groups()
         if key in keys:
             return None
         keys.add(key)
-        if tag.group(2) == "true":
-            value: object = raw
-        else:
-            try:
-                value = read_json(raw)
-            except (ValueError, RecursionError):
-                return None
-        params.append(CanonicalParam(key, tag.start(), value, raw, tag.end()))
-        pos = value_end + len(_PARAM_CLOSE_LINE)
-    # Every `DSML` and `<｜` must belong to a tag just read: then no value holds markup and
-    # each value really ends at its own closing tag.
-    if span.count("DSML") != 1 + 2 * len(params) or span.count("<\uff5c") != 1 + len(params):
+        try:
+            value = param_value(raw, attribute == "true")
+        except ValueError:
+            return None
+        params.append(CanonicalParam(key, tag.start(), value, raw, tag.start(3)))
+        pos = tag.end()
+    # Every `DSML` must belong to a tag just read: then no value holds the marker's word
+    # (the value pattern already stops at `<｜`).
+    if span.count("DSML") != 1 + 2 * len(params):
         return None
     return CanonicalInvoke(head.group(1), tuple(params))

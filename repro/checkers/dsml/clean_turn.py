@@ -30,35 +30,21 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from typing import NamedTuple
 
 from repro.checkers.char_scan import may_start_defect
-from repro.checkers.dsml.markers import BAR, DSML, EOS, V32, Dialect
-from repro.checkers.dsml.tags import KEY_MAX_CHARS
-from repro.checkers.json_codec import arguments_text, read_json
+from repro.checkers.dsml.canonical import canonical_tags
+from repro.checkers.dsml.tags import param_value
+from repro.checkers.json_codec import arguments_text
 from repro.checkers.json_strings import strings_in
 from repro.checkers.markup_scan import Where, holds_trigger, scan_markup
 from repro.checkers.repetition import LOOP_MIN_CHARS, RepetitionProbe
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import ToolCall, Verdict
+from repro.dsml.markers import BAR, DSML, EOS, V32, Dialect
 
 _NON_SPACE = re.compile(r"\S")
 _PROSE = Verdict((), ())  # a clean turn without calls (verdicts are immutable: one will do)
-# Printable ASCII but quotes, angle brackets and bars: a name as tags.py reads it, narrowed.
-_NAME = r'[^"<>|\x00-\x1f\x7f-\U0010ffff]'
-# Up to the first `<｜` or `</｜`; possessive, so a failed match does not backtrack.
-_VALUE = f"[^<]*+(?:<(?!/?{BAR})[^<]*+)*+"
-
-
-def _tags(group: Callable[[str], str]) -> tuple[str, str]:
-    """An invoke's tag and a whole parameter, `group` around the parts to capture."""
-    invoke = f'<{DSML}invoke name="{group(_NAME + "*")}">\n'
-    param = (
-        f'<{DSML}parameter name="{group(f"{_NAME}{{0,{KEY_MAX_CHARS}}}")}" '
-        f'string="{group("true|false")}">{group(_VALUE)}</{DSML}parameter>\n'
-    )
-    return invoke, param
 
 
 class _Grammar(NamedTuple):
@@ -69,13 +55,15 @@ class _Grammar(NamedTuple):
 
 @functools.cache
 def _grammar(dialect: Dialect) -> _Grammar:
-    invoke, param = _tags(lambda p: f"(?:{p})")
+    invoke, param = canonical_tags(lambda p: f"(?:{p})")
     block = re.compile(
         f"{dialect.block_opener}>\n"
         f"(?:{invoke}(?:\n|(?:{param})+)</{DSML}invoke>\n)+"
         f"{dialect.block_close}"
     )
-    return _Grammar(dialect.block_opener, block, re.compile("|".join(_tags(lambda p: f"({p})"))))
+    return _Grammar(
+        dialect.block_opener, block, re.compile("|".join(canonical_tags(lambda p: f"({p})")))
+    )
 
 
 _V32_GRAMMAR = _grammar(V32)  # hashing the dialect on every turn would cost more than a check
@@ -147,13 +135,13 @@ def _calls(
             continue
         if key in args:
             return None
-        if attribute == "true":
-            args[key] = raw
-            continue
         try:
-            value = read_json(raw)
-        except (ValueError, RecursionError):
+            value = param_value(raw, attribute == "true")
+        except ValueError:
             return None
+        if attribute == "true":
+            args[key] = value
+            continue
         # Markup behind JSON escapes: a decoded string holds a trigger the raw value does
         # not show only through \u (the others decode to quotes, slashes, backslashes and
         # control characters, which no trigger holds).

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from repro.checkers.dsml.markers import Dialect
 from repro.checkers.dsml.text_buffer import TextBuffer
 from repro.checkers.markup_scan import Finding, Where, find_triggers, judge_hits
+from repro.dsml.markers import Dialect
 
 _NON_SPACE = re.compile(r"\S")
 

@@ -16,20 +16,17 @@ from enum import IntEnum, auto
 
 from repro.checkers.dsml.canonical import NEXT_INVOKE, read_canonical_invoke
 from repro.checkers.dsml.clean_turn import read_clean_turn
-from repro.checkers.dsml.markers import (
-    DSML,
-    EOS,
-    INVOKE_END,
-    INVOKE_OPEN,
-    PARAM_END,
-    PARAM_OPEN,
-    V32,
-    Dialect,
-)
 from repro.checkers.dsml.segment_scan import SegmentScan
-from repro.checkers.dsml.tags import HEAD_LIMIT_CHARS, Flaw, invoke_name, param_head, value_end
+from repro.checkers.dsml.tags import (
+    HEAD_LIMIT_CHARS,
+    Flaw,
+    invoke_name,
+    param_head,
+    param_value,
+    value_end,
+)
 from repro.checkers.dsml.text_buffer import TextBuffer
-from repro.checkers.json_codec import arguments_text, read_json
+from repro.checkers.json_codec import arguments_text
 from repro.checkers.json_strings import offset_in_json, strings_in
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import (
@@ -42,6 +39,16 @@ from repro.checkers.markup_scan import (
 from repro.checkers.text_watch import TextWatch
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import Defect, ToolCall, Verdict
+from repro.dsml.markers import (
+    DSML,
+    EOS,
+    INVOKE_END,
+    INVOKE_OPEN,
+    PARAM_END,
+    PARAM_OPEN,
+    V32,
+    Dialect,
+)
 
 STEP_CHARS = 512  # feed() parses once this much text is pending: cheap per token
 _SEPARATOR = ">\n"
@@ -418,12 +425,9 @@ class DsmlStream:
         invoke.keys.add(key)
         invoke.param_at[key] = param.at
         raw = self._tb.slice(lo, hi)
-        if param.is_string:
-            invoke.args[key] = raw
-            return
         try:
-            value = read_json(raw)
-        except (ValueError, RecursionError):
+            value = param_value(raw, param.is_string)
+        except ValueError:
             param.broken = True
             self._add(
                 Kind.INVALID_JSON_VALUE,
@@ -432,7 +436,7 @@ class DsmlStream:
             )
             return
         invoke.args[key] = value
-        if "\\" in raw and not self._seg_findings:
+        if not param.is_string and "\\" in raw and not self._seg_findings:
             self._scan_json_strings(value, raw, lo)
 
     def _scan_json_strings(self, value: object, raw: str, lo: int) -> None:

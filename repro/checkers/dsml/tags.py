@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from repro.checkers.json_codec import read_json
 from repro.checkers.kinds import Kind
 
 HEAD_LIMIT_CHARS = 512  # a parameter tag not closed by `>` within this is malformed
@@ -126,3 +127,16 @@ def value_end(text: str, lo: int, stop: int) -> int | None:
     if stop - 2 >= lo and text[stop - 2] == "<" and text[stop - 1] == "\n":
         return stop - 2
     return None
+
+
+def param_value(raw: str, is_string: bool) -> object:
+    """What a parameter's text stands for: itself with string="true", else its JSON.
+
+    Raises ValueError for text that is not JSON (too deep a nesting included).
+    """
+    if is_string:
+        return raw
+    try:
+        return read_json(raw)
+    except RecursionError as e:
+        raise ValueError("JSON nested too deep") from e

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import repro.harness.run as harness_run
+import repro.harness as harness_part
 from repro.bisect.harness_oracle import HarnessOracle, session_outcomes
 from repro.errors import EngineError
 from repro.spec import DEFAULT_PROFILES, RunSpec
@@ -58,8 +58,8 @@ def fake_harness(monkeypatch):
         write_turns(run_dir, rows)
         return type("Summary", (), {"errors": 0, "stalls": 0})()
 
-    monkeypatch.setattr(harness_run, "engine", engine)
-    monkeypatch.setattr(harness_run, "drive", drive)
+    monkeypatch.setattr(harness_part, "engine", engine)
+    monkeypatch.setattr(harness_part, "drive", drive)
     return started, stopped, driven
 
 
@@ -98,7 +98,7 @@ def test_a_wave_with_no_judged_session_is_an_engine_error(tmp_path, monkeypatch,
         write_turns(run_dir, [(first_session_id, "timeout", False)])
         return type("Summary", (), {"errors": 1, "stalls": 0})()
 
-    monkeypatch.setattr(harness_run, "drive", drive)
+    monkeypatch.setattr(harness_part, "drive", drive)
     harness = oracle()
 
     async def main():
@@ -126,6 +126,6 @@ def test_an_engine_that_fails_to_start_is_its_one_sentence(tmp_path, monkeypatch
         raise ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [death])])
         yield  # pragma: no cover
 
-    monkeypatch.setattr(harness_run, "engine", engine)
+    monkeypatch.setattr(harness_part, "engine", engine)
     with pytest.raises(EngineError, match="The decode engine process exited with code 1"):
         anyio.run(oracle().run_wave, RunSpec(sessions=2), tmp_path / "w", 0)

@@ -11,7 +11,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from repro.checkers.dsml.markers import BAR, DSML
+from repro.dsml.markers import BAR, DSML
 
 _TOKEN = re.compile(f"{re.escape(DSML)}|<{BAR}[^{BAR}<>\n]{{1,40}}{BAR}>|\\w+|\\s+|.", re.DOTALL)
 

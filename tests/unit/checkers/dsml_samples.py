@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from repro.checkers.dsml.encode import encode_completion
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
 
 TOOLS: list[dict[str, Any]] = [
     {

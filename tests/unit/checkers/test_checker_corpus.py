@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from repro.checkers import AssistantOutput, ToolCall, check_turn
-from repro.checkers.corpus import TOOLS, samples
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import toolset_for
+from tests.dsml_corpus import TOOLS, samples
 
 CORPUS = samples(2500, seed=2026)
 TOOLSET = toolset_for(TOOLS)

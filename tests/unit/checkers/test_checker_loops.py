@@ -11,8 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from legit_repetition import legit_texts, real_documents
 
-from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 from repro.checkers.repetition import (
     LOOP_MAX_PERIOD_CHARS,
@@ -23,6 +21,8 @@ from repro.checkers.repetition import (
 )
 from repro.checkers.text_watch import TextWatch
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
+from tests.dsml_corpus import TOOLS, samples
 
 TOOLSET = ToolSet.from_openai(TOOLS)
 

@@ -7,7 +7,7 @@ import json
 from dsml_samples import TOOLS, TWO_CALLS
 
 from repro.checkers import AssistantOutput, ToolCall, check_turn
-from repro.checkers.dsml.markers import EOS
+from repro.dsml.markers import EOS
 
 
 def kinds(output: AssistantOutput) -> list[tuple[str, str, int]]:

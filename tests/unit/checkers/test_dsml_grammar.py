@@ -7,9 +7,9 @@ import json
 import pytest
 from dsml_samples import DATE, SEARCH, SEARCH_CALL, TOOLSET, TWO_CALLS, WEATHER
 
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import BOS, EOS
 from repro.checkers.dsml.stream import parse_dsml
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import BOS, EOS
 
 BLOCK = "<｜DSML｜function_calls"
 

@@ -12,11 +12,11 @@ from dsml_strategies import healthy_text, tools_and_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.checkers.corpus import TOOLS, samples
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import BLOCK_START, EOS, PARAM_CLOSE
 from repro.checkers.dsml.stream import parse_dsml
 from repro.checkers.toolset import ToolSet
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import BLOCK_START, EOS, PARAM_CLOSE
+from tests.dsml_corpus import TOOLS, samples
 
 _CORPUS = samples(300, seed=21)
 _CORPUS_TOOLS = ToolSet.from_openai(TOOLS)

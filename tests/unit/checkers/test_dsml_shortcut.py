@@ -15,16 +15,16 @@ from dsml_strategies import healthy_text, tools_and_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.checkers.corpus import PROSE, TOOLS, samples
 from repro.checkers.dsml import stream as stream_module
 from repro.checkers.dsml.clean_turn import read_clean_turn
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 from repro.checkers.dsml.tags import KEY_MAX_CHARS
 from repro.checkers.repetition import MIN_RUN_CHARS
 from repro.checkers.toolset import ToolSet
 from repro.checkers.verdict import Verdict
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import EOS
+from tests.dsml_corpus import PROSE, TOOLS, samples
 
 TOOLSET = ToolSet.from_openai(TOOLS)
 CORPUS = samples(400, seed=31)

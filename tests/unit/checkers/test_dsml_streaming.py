@@ -10,10 +10,10 @@ from dsml_samples import SEARCH_CALL, TOOLSET, TWO_CALLS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.checkers.corpus import samples
-from repro.checkers.dsml.markers import EOS
 from repro.checkers.dsml.stream import DsmlStream, parse_dsml
 from repro.checkers.repetition import MIN_RUN_CHARS
+from repro.dsml.markers import EOS
+from tests.dsml_corpus import samples
 
 _rng = random.Random(5)
 _CORPUS = samples(40, seed=3)

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft4Validator, Draft7Validator, Draft201909Validator, Draft202012Validator
 
-from repro.checkers.corpus import TOOLS, samples
 from repro.checkers.schema_precheck import compile_precheck
 from repro.checkers.toolset import ToolSet
+from tests.dsml_corpus import TOOLS, samples
 
 _KEYS = ["a", "b", "c", "d"]
 # Small domains, so that random instances are often valid and bounds often bite.

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from repro.errors import EngineError, StoreError
-from repro.harness.run import _ended_because, _write_summary
+from repro.harness.final_summary import ended_because, write_summary
 from repro.results import store as store_module
 from repro.results.store import RunStore
 from repro.results.summary import summarize
@@ -28,7 +28,7 @@ def block_summary(store: RunStore) -> None:
 def test_a_write_error_says_summary_json_holds_the_reason(store: RunStore) -> None:
     error = StoreError("Cannot write part-000003.parquet: No space left on device (3 tries)")
     store.rows_lost = 7
-    raised = _write_summary(store, summarize([], config={}, wall_s=1.0), error)
+    raised = write_summary(store, summarize([], config={}, wall_s=1.0), error)
     assert isinstance(raised, StoreError)
     assert str(raised).endswith("(3 tries), and 7 later turns are lost; summary.json says why.")
     assert (store.run_dir / "summary.json").is_file()
@@ -37,13 +37,13 @@ def test_a_write_error_says_summary_json_holds_the_reason(store: RunStore) -> No
 def test_when_summary_json_cannot_be_written_either_the_sentence_says_so(store: RunStore) -> None:
     block_summary(store)
     error = StoreError("Cannot write part-000003.parquet: No space left on device (3 tries)")
-    raised = _write_summary(store, summarize([], config={}, wall_s=1.0), error)
+    raised = write_summary(store, summarize([], config={}, wall_s=1.0), error)
     assert str(raised).endswith("; summary.json could not be written either (Is a directory).")
 
 
 def test_a_run_that_went_well_but_cannot_write_its_summary_is_an_error(store: RunStore) -> None:
     block_summary(store)
-    raised = _write_summary(store, summarize([], config={}, wall_s=1.0), None)
+    raised = write_summary(store, summarize([], config={}, wall_s=1.0), None)
     assert isinstance(raised, StoreError)
     assert "summary.json: Is a directory (3 tries); the turns are kept in" in str(raised)
     assert "recomputes the summary from them." in str(raised)
@@ -51,5 +51,5 @@ def test_a_run_that_went_well_but_cannot_write_its_summary_is_an_error(store: Ru
 
 def test_an_engine_error_survives_a_summary_written_fine(store: RunStore) -> None:
     died = EngineError("The decode engine exited with code 1.")
-    assert _write_summary(store, summarize([], config={}, wall_s=1.0), died) is died
-    assert _ended_because(died) == "engine_failed" and _ended_because(None) is None
+    assert write_summary(store, summarize([], config={}, wall_s=1.0), died) is died
+    assert ended_because(died) == "engine_failed" and ended_because(None) is None

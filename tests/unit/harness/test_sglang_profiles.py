@@ -15,7 +15,7 @@ import pytest
 
 from repro.errors import EXIT_ERROR, UsageError
 from repro.harness.plan import LaunchPlan, build_plan
-from repro.harness.preflight import PreflightReport, check_plans, preflight
+from repro.harness.preflight import PreflightReport, check_plans, preflight_plan
 from repro.harness.profile import Profile, load_profile
 from repro.spec import RunSpec
 
@@ -166,7 +166,7 @@ def test_preflight_raises_one_usage_error_naming_every_bad_flag(upstream, sglang
         server_args=["--tp", "2", "--mem-fraction-static", "lots", "--bogus-flag"],
     )
     with pytest.raises(UsageError) as caught:
-        preflight(plan, upstream)
+        preflight_plan(plan, upstream)
     message = str(caught.value)
     assert caught.value.exit_code == EXIT_ERROR
     for role in ("prefill", "decode"):

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from repro.errors import UsageError
-from repro.results.compare import compare, comparison_table
+from repro.results.compare import compare_rates, comparison_table
 from repro.results.reading import read_run, read_turn_table
 from repro.results.report import summary_rows
 from repro.results.store import RunStore
@@ -53,10 +53,10 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
 def test_compare_tells_12_of_80_from_0_of_80() -> None:
     a = summarize([record(session_id=i, corrupted=i < 12) for i in range(80)], config={}, wall_s=1)
     b = summarize([record(session_id=i) for i in range(80)], config={}, wall_s=1)
-    sessions, turns = compare(a, b)
+    sessions, turns = compare_rates(a, b)
     assert sessions.what == "sessions corrupted" and sessions.a.k == 12 and sessions.b.k == 0
     assert sessions.p_value < 0.001 and turns.p_value < 0.001
-    (same, _) = compare(a, a)
+    (same, _) = compare_rates(a, a)
     assert same.p_value == pytest.approx(1.0)
 
 
@@ -159,7 +159,7 @@ def test_compare_with_a_run_that_measured_nothing_tests_nothing() -> None:
     a = summarize([record(session_id=i, corrupted=i < 12) for i in range(80)], config={}, wall_s=1)
     empty = summarize([], config={}, wall_s=1, interrupted=True)
     console = Console(record=True, width=200)
-    console.print(comparison_table(a, empty, compare(a, empty)))
+    console.print(comparison_table(a, empty, compare_rates(a, empty)))
     text = console.export_text()
     assert "no significant difference" not in text and "n/a (a run measured nothing)" in text
 

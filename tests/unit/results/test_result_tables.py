@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from repro.cli import app
-from repro.results.compare import compare, comparison_table
+from repro.results.compare import compare_rates, comparison_table
 from repro.results.reading import read_run
 from repro.results.report import summary_table
 from tests.table_cells import assert_nothing_cut, cells
@@ -28,7 +28,7 @@ def test_summary_table_cuts_nothing_at_80_columns(tmp_path: Path) -> None:
 def test_compare_table_cuts_nothing_at_80_columns(tmp_path: Path) -> None:
     a = read_run(write_run(tmp_path / LONG / "a", corrupted=12)).summary
     b = read_run(write_run(tmp_path / LONG / "b", corrupted=0)).summary
-    assert_nothing_cut(comparison_table(a, b, compare(a, b)), 80)
+    assert_nothing_cut(comparison_table(a, b, compare_rates(a, b)), 80)
 
 
 def test_compare_json(tmp_path: Path) -> None:

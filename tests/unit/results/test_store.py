@@ -147,3 +147,20 @@ def test_an_earlier_run_is_never_overwritten(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(UsageError, match="already holds a run"):
         RunStore(tmp_path)
+
+
+def test_a_run_folder_is_refused_by_what_it_already_holds(tmp_path: Path) -> None:
+    from repro.results.store import create_run_folder
+
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="already exists and is not empty"):
+        create_run_folder(used, refuse="anything")
+    create_run_folder(used, refuse="a run")  # a stray file is no run
+    (used / "summary.json").write_text("{}")
+    with pytest.raises(UsageError, match="already holds a run"):
+        create_run_folder(used, refuse="a run")
+    create_run_folder(used, refuse="nothing")  # a worker's folder, made by its parent
+    create_run_folder(tmp_path / "new" / "run", refuse="anything")
+    assert (tmp_path / "new" / "run").is_dir()

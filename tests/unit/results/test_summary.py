@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_zero_of_n_still_has_an_upper_bound() -> None:
 def test_context_and_throughput_figures() -> None:
     records = [record(session_id=s, turn=t) for s in range(3) for t in range(30)]
     s = summarize(records, config={}, wall_s=9.0)
-    assert s.max_prompt_tokens == 2000 + 2600 * 29 and s.sessions_reaching_60k == 3
+    assert s.max_prompt_tokens == 2000 + 2600 * 29 and s.sessions_reaching_long_context == 3
     assert s.completion_tokens == 9000 and s.output_tokens_per_s == 1000.0
     assert s.latency_s["ttft"]["p50"] == pytest.approx(0.19)
 
@@ -62,3 +63,19 @@ def test_the_context_row_counts_sessions_at_60k_only_when_prompts_got_there() ->
         "max prompt 80,000 tokens; 2 of 3 sessions reached 60k"
     )
     assert context_row([14_000, 9_000]) == "max prompt 14,000 tokens"
+
+
+def test_a_summary_written_before_the_threshold_had_a_name_reads_the_same(tmp_path: Path) -> None:
+    old = summarize([record()], config={}, wall_s=1.0).to_dict()
+    del old["sessions_reaching_long_context"], old["long_context_tokens"]
+    old["sessions_reaching_60k"] = 7
+    (tmp_path / "summary.json").write_text(json.dumps(old))
+    again = RunSummary.from_file(tmp_path / "summary.json")
+    assert again.sessions_reaching_long_context == 7 and again.long_context_tokens == 60_000
+
+
+def test_the_long_context_threshold_is_a_parameter() -> None:
+    records = [record(session_id=s, turn=t) for s in range(3) for t in range(30)]
+    s = summarize(records, config={}, wall_s=9.0, long_context_tokens=80_000)
+    assert s.long_context_tokens == 80_000
+    assert s.sessions_reaching_long_context == 0  # 2000 + 2600 * 29 = 77,400 is short of it

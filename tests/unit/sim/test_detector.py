@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import DSML
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import DSML
 from repro.sim.detector import DsmlDetector, parse_completion
 
 TOOLS = {"read_file", "search_code"}

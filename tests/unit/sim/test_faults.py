@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import DSML, EOS
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import DSML, EOS
 from repro.sim.config import EngineConfig
 from repro.sim.faults import (
     DRIFT_MIN_CONTEXT_TOKENS,

@@ -7,7 +7,7 @@ import asyncio
 import orjson
 import pytest
 
-from repro.checkers.dsml.markers import EOS, THINK_CLOSE
+from repro.dsml.markers import EOS, THINK_CLOSE
 from repro.scenarios.agentic_coding import TOOLS
 from repro.sim.config import EngineConfig
 from repro.sim.engine import Engine

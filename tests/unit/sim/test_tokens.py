@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repro.checkers.dsml.encode import encode_completion
-from repro.checkers.dsml.markers import DSML, EOS, THINK_CLOSE
+from repro.dsml.encode import encode_completion
+from repro.dsml.markers import DSML, EOS, THINK_CLOSE
 from repro.sim.tokens import count_tokens, split_tokens
 
 

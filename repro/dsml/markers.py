@@ -8,7 +8,9 @@ BAR = "\uff5c"  # ｜ FULLWIDTH VERTICAL LINE, never ASCII '|'
 DSML = f"{BAR}DSML{BAR}"
 BLOCK_NAME = "function_calls"  # V3.2; DeepSeek-V4 uses "tool_calls"
 
-BLOCK_START = f"\n\n<{DSML}{BLOCK_NAME}>"  # the two newlines are part of the start marker
+# A block starts after a blank line; the two newlines are part of the start marker.
+BLOCK_LEAD_IN = f"\n\n<{DSML}"  # any generation's block, before its name
+BLOCK_START = f"{BLOCK_LEAD_IN}{BLOCK_NAME}>"
 BLOCK_OPEN = f"<{DSML}{BLOCK_NAME}>"
 BLOCK_CLOSE = f"</{DSML}{BLOCK_NAME}>"
 INVOKE_OPEN = f"<{DSML}invoke"

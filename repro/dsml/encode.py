@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from repro.checkers.dsml.markers import (
+from repro.dsml.markers import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
     DSML,

@@ -1,7 +1,8 @@
 """Seeded generator of valid DeepSeek-V3.2 turns: the checkers' zero-false-positive corpus.
 
-Used by the tests (no healthy turn may get a defect), the conformance suite (SGLang and
-DeepSeek's parser must read the same calls) and the throughput bench. Turns mix prose
+Test and bench data, not shipped in the package. Used by the tests (no healthy turn may get
+a defect), the conformance suite (SGLang and DeepSeek's parser must read the same calls) and
+the throughput bench (bench/checker_throughput.py). Turns mix prose
 and tool calls; values hold unicode, multi-line text with `<`, `>`, `&` and quotes,
 nested JSON, empty strings and padded whitespace; blocks hold one to four calls,
 zero-argument ones included; prose before the block and the final EOS come and go.
@@ -13,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from repro.checkers.dsml.encode import encode_completion
+from repro.dsml.encode import encode_completion
 
 _STRING = {"type": "string"}
 _INT = {"type": "integer"}

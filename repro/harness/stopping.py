@@ -1,0 +1,64 @@
+"""Ctrl-C, SIGTERM and SIGHUP during a run: what each one does depends on how far the run got."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+
+from repro.errors import EXIT_INTERRUPTED
+from repro.harness.local_role import hurry_all
+from repro.harness.progress import Progress
+from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle
+
+
+@dataclass
+class Stopping:
+    """What a stop signal does, by phase: it interrupts the start-up or the load; once the
+    load is done it leaves the run complete and only the teardown is hurried."""
+
+    work: anyio.CancelScope
+    progress: Progress | None
+    load_done: bool = False
+    signals: list[float] = field(default_factory=list)
+
+    def on_signal(self) -> None:
+        now = time.monotonic()
+        if self.signals and now - self.signals[-1] <= REPEAT_WINDOW_S:
+            return  # the same stop delivered twice
+        self.signals.append(now)
+        if len(self.signals) == 1:
+            if self.load_done:
+                self._say("the run is complete; stopping the engine (again to kill it at once)")
+            else:
+                self._say("interrupted: stopping the load and the engine (again to stop at once)")
+                self.work.cancel()
+        elif len(self.signals) == 2:
+            self._say("killing the engine now")
+            hurry_all()
+        else:  # something does not let go: the supervisors clean up once we are gone
+            os._exit(EXIT_INTERRUPTED)
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.status(text)
+
+
+async def listen_for_stops(
+    stopping: Stopping, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP while the run lasts; see Stopping for what each does."""
+    try:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
+            task_status.started()
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    detach_from_terminal()  # the terminal is gone: nothing can be shown there
+                stopping.on_signal()
+    finally:
+        # The receiver put the default handlers back; the run's outcome is settled now.
+        settle()

@@ -1,0 +1,71 @@
+"""Which part may import which: the format sits below both the engine and its checkers."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PARTS = sorted(
+    p.stem for p in (REPO / "repro").iterdir() if (p / "__init__.py").exists() or p.suffix == ".py"
+)
+
+
+def _imported(part: str) -> dict[str, set[str]]:
+    """Per module of `repro/<part>`, the repro modules it imports (anywhere in its body)."""
+    found: dict[str, set[str]] = {}
+    where = REPO / "repro" / part
+    for path in sorted(where.rglob("*.py") if where.is_dir() else [where.with_suffix(".py")]):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        found[str(path.relative_to(REPO))] = {n for n in names if n.startswith("repro.")}
+    return found
+
+
+def test_the_embedded_engine_writes_dsml_without_the_checkers() -> None:
+    imported = _imported("sim")
+    assert any("repro.dsml.markers" in names for names in imported.values())
+    offenders = {
+        m: n for m, n in imported.items() if any(x.startswith("repro.checkers") for x in n)
+    }
+    assert offenders == {}
+
+
+def test_the_dsml_format_imports_nothing_else_of_repro() -> None:
+    imported = _imported("dsml")
+    assert len(imported) >= 3
+    assert all(n.startswith("repro.dsml") for names in imported.values() for n in names)
+
+
+@pytest.mark.parametrize("part", ["harness", "results"])
+def test_a_part_is_used_through_its_declared_surface(part: str) -> None:
+    """Other parts import `repro.<part>` itself, never a module behind it (slurm, a
+    subpackage with its own `__all__`, aside)."""
+    package = importlib.import_module(f"repro.{part}")
+    behind = f"repro.{part}."
+    offenders = {
+        module: sorted(n for n in names if n.startswith(behind) and ".slurm" not in n)
+        for p in PARTS
+        if p != part
+        for module, names in _imported(p).items()
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        package.nothing_here  # noqa: B018
+
+
+@pytest.mark.parametrize("part", ["bisect", "harness", "results"])
+def test_every_declared_name_loads_from_its_module(part: str) -> None:
+    package = importlib.import_module(f"repro.{part}")
+    assert len(package.__all__) >= 10
+    for name in package.__all__:
+        value = getattr(package, name)
+        module = importlib.import_module(f"repro.{part}.{package._HOMES[name]}")
+        assert value is getattr(module, name)
