@@ -149,3 +149,23 @@ def test_a_profile_with_its_own_knobs_bisects_the_same(tmp_path):
     }
     # bad, good, three reverts; good + the culprit is "revert banner" again, from the cache.
     assert report["trials"] == 5
+
+
+def test_the_divergence_oracle_alone_finds_the_same_culprit(tmp_path):
+    """No grammar check: each wave is judged against its requests replayed alone."""
+    result = flags(
+        tmp_path,
+        "--bad", "hicache=on,index_k=bf16,topk_v2=on",
+        "--good", "hicache=off,index_k=fp8,topk_v2=off",
+        "--oracle", "divergence", "--replay-sample", "all",
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["culprit"] == {"hicache": "on", "index_k": "bf16"}
+    assert report["classes"] == {"hicache": "needed", "index_k": "needed", "topk_v2": "irrelevant"}
+    waves = list((tmp_path / "bisect" / "trials").glob("*/wave-*/summary.json"))
+    summaries = [json.loads(w.read_text()) for w in waves]
+    assert summaries and all(s["oracle"] == "divergence" for s in summaries)
+    # Corruption was seen by divergence alone: no grammar, schema or semantic defect kinds.
+    assert set().union(*(s["defects"] for s in summaries)) == {"corrupt_divergence"}
