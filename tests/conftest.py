@@ -17,6 +17,35 @@ VLLM_ENV = REPO_ROOT / ".cache" / "vllm-0.32"
 TINY_MODEL = REPO_ROOT / ".cache" / "tiny-qwen2"
 
 
+def build_sglang_env() -> None:
+    """Idempotent: a second call returns at once (the script's stamp file)."""
+    subprocess.run(
+        [str(REPO_ROOT / "scripts" / "build-sglang-env"), str(SGLANG_ENV)], check=True, timeout=900
+    )
+
+
+def build_vllm_env() -> None:
+    subprocess.run(
+        [str(REPO_ROOT / "scripts" / "build-vllm-env"), str(VLLM_ENV)], check=True, timeout=900
+    )
+    python = VLLM_ENV / "bin" / "python"
+    build_model = [str(python), str(REPO_ROOT / "scripts" / "build-tiny-model"), str(TINY_MODEL)]
+    subprocess.run(build_model, check=True, timeout=300)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the engine environments the collected tests need before any test runs: outside
+    any test, so the per-test timeout (pyproject: 300 s) does not cut a first build that a
+    busy machine makes slow, and only when a selected test needs one."""
+    if session.config.option.collectonly:
+        return
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    if "sglang_python" in needed:
+        build_sglang_env()
+    if "vllm_python" in needed:
+        build_vllm_env()
+
+
 @pytest.fixture(autouse=True)
 def signal_handlers_restored() -> Iterator[None]:
     """A command run in-process leaves its handlers behind once its run is settled
@@ -39,11 +68,7 @@ def sglang_python() -> Path:
     CI starts from a clean clone, so the first test that needs it builds it (about
     two minutes); later runs reuse it. It is never skipped: conformance is part of CI.
     """
-    subprocess.run(
-        [str(REPO_ROOT / "scripts" / "build-sglang-env"), str(SGLANG_ENV)],
-        check=True,
-        timeout=900,
-    )
+    build_sglang_env()
     return SGLANG_ENV / "bin" / "python"
 
 
@@ -55,13 +80,8 @@ def vllm_python() -> Path:
     Built on first use like the SGLang environment (about a minute idle, 2.3 GB); later runs
     reuse both. Never skipped: the real-engine tests are part of CI.
     """
-    subprocess.run(
-        [str(REPO_ROOT / "scripts" / "build-vllm-env"), str(VLLM_ENV)], check=True, timeout=900
-    )
-    python = VLLM_ENV / "bin" / "python"
-    build_model = [str(python), str(REPO_ROOT / "scripts" / "build-tiny-model"), str(TINY_MODEL)]
-    subprocess.run(build_model, check=True, timeout=300)
-    return python
+    build_vllm_env()
+    return VLLM_ENV / "bin" / "python"
 
 
 @pytest.fixture
