@@ -40,6 +40,7 @@ from repro.harness.local_role import hurry_all
 from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
+from repro.harness.run_defaults import fill_from_profile
 from repro.harness.replay import Replay
 from repro.harness.watchdog import Watchdog
 from repro.harness.workers import WorkerFleet
@@ -57,8 +58,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Resolved:
-    """The spec checked against its profile: the full configuration and, unless --url, the plan."""
+    """The spec checked against its profile, with what the user left unsaid filled from it
+    (repro.harness.run_defaults): the full configuration and, unless --url, the plan."""
 
+    spec: RunSpec
     profile: Profile
     config: dict[str, str]
     plan: LaunchPlan | None
@@ -78,13 +81,14 @@ def resolve(spec: RunSpec) -> Resolved:
     """Everything that can be checked before a process starts; bad input raises UsageError."""
     profile = load_profile(spec.profile_path())
     get_scenario(spec.scenario)
+    check_settings(profile, spec.settings)  # before the profile adds its own
+    spec = fill_from_profile(spec, profile.run, profile.engine.oracle)
     if spec.url:
         # An external engine is configured by whoever started it: knobs only label the run.
-        check_settings(profile, spec.settings)
         labels = {k: profile.resolve_knobs({k: v})[k] for k, v in spec.knobs.items()}
-        return Resolved(profile, labels, None)
+        return Resolved(spec, profile, labels, None)
     config = profile.resolve_knobs(spec.knobs)
-    return Resolved(profile, config, plan_for(profile, spec, config))
+    return Resolved(spec, profile, config, plan_for(profile, spec, config))
 
 
 def default_run_dir(config: dict[str, str], root: Path = Path("results")) -> Path:
@@ -124,6 +128,7 @@ async def engine(
     With --launcher slurm, `allocations` keeps the Slurm allocation for the caller's next
     engine (a bisect slot); `status` hears what the launcher waits for (the queue)."""
     resolved = resolved or resolve(spec)
+    spec = resolved.spec
     for url in spec.reference_urls:  # a wrong reference fails now, not after a model load
         await _probe(url)
     if resolved.plan is None:
@@ -441,7 +446,7 @@ async def run_async(
 async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: _Stopping) -> RunSummary:
     progress, work = stopping.progress, stopping.work
     resolved = resolve(spec)
-    spec = spec.with_oracle_default(resolved.profile.engine.oracle)
+    spec = resolved.spec
     run_dir = run_dir or default_run_dir(resolved.config)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(
