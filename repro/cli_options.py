@@ -67,7 +67,9 @@ Sessions = Annotated[int, _opt("--sessions", "sessions", min=1, max=100_000)]
 Concurrency = Annotated[int | None, _opt("--concurrency", "concurrency", min=1, show_default=False)]
 Scenario = Annotated[str, _opt("--scenario", "scenario")]
 Seed = Annotated[int, _opt("--seed", "seed", min=0)]
-ContextMax = Annotated[int | None, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)]
+ContextMax = Annotated[
+    int | None, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)
+]
 MaxTurns = Annotated[int | None, _opt("--max-turns", "max_turns", min=1)]
 MaxTokens = Annotated[
     int | None, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
@@ -76,9 +78,7 @@ RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
 Workers = Annotated[int | None, _opt("--workers", "workers", min=1, max=64, show_default=False)]
 TurnTimeout = Annotated[float | None, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
 StallAfter = Annotated[float | None, _opt("--stall-after", "stall_after_s", min=0.001)]
-Thinking = Annotated[
-    bool | None, _opt("--thinking/--no-thinking", "thinking")
-]
+Thinking = Annotated[bool | None, _opt("--thinking/--no-thinking", "thinking")]
 AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
 Out = Annotated[
     Path | None,

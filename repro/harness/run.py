@@ -40,8 +40,8 @@ from repro.harness.local_role import hurry_all
 from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
 from repro.harness.progress import Progress
-from repro.harness.run_defaults import fill_from_profile
 from repro.harness.replay import Replay
+from repro.harness.run_defaults import fill_from_profile
 from repro.harness.watchdog import Watchdog
 from repro.harness.workers import WorkerFleet
 from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle

@@ -3,6 +3,7 @@ flight, validated like the options themselves; what the user typed always wins."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,12 @@ def test_dry_run_of_the_vllm_backend_shows_the_scaled_kv_cache() -> None:
     assert "VLLM_CPU_KVCACHE_SPACE=2 " in shown.output and "--max-model-len 65536" in shown.output
     small = CliRunner().invoke(app, ["run", "--backend", "vllm", "--sessions", "8", "--dry-run"])
     assert "VLLM_CPU_KVCACHE_SPACE=1 " in small.output
+
+
+def test_profile_show_lists_the_run_defaults() -> None:
+    shown = CliRunner().invoke(app, ["profile", "show", "--backend", "vllm", "--json"])
+    assert shown.exit_code == 0, shown.output
+    doc = json.loads(shown.output)
+    assert doc["engine"]["oracle"] == "divergence"
+    assert doc["run"] == {"context_max_tokens": 14000, "max_output_tokens": 64, "thinking": False}
+    assert doc["settings_by_concurrency"]["kv_cache_gib"]["41"] == "2"
