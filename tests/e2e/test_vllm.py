@@ -19,13 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.e2e.conftest import summary
+from tests.e2e.test_interrupt import wait_for_turns
 
 # Each test starts vLLM once; the first also builds the environment and the model.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Start-up is about 25 s idle and several times that on a loaded 2-core machine.
 RUN_TIMEOUT_S = 600
-SHORT = ["--backend", "vllm", "--context-max", "4000", "--ramp-up", "0"]
+SHORT = ["--backend", "vllm", "--context-max", "4000", "--ramp-up", "0", "--replay-sample", "all"]
 
 
 def _group_of(pid: int) -> int | None:
@@ -90,6 +91,17 @@ def test_a_short_run_on_real_vllm_is_scored_and_leaves_nothing(
     s = summary(out)
     assert s["engine"] == "vllm 0.32.0" and s["config"]["topology"] == "single"
     assert s["sessions"] == 4 and s["errors"] == 0 and s["turns"] >= 4
+    # The profile's defaults: divergence on scripted history, 64-token answers, no thinking.
+    spec = json.loads((out / "spec.json").read_text())["spec"]
+    assert (spec["oracle"], spec["history"], spec["max_output_tokens"]) == (
+        "divergence",
+        "scripted",
+        64,
+    )
+    assert spec["thinking"] is False
+    d = s["divergence"]
+    assert d["turns_replayed"] == s["turns"] and d["errors"] == 0
+    assert d["kinds"]["corrupt"] == d["kinds"]["diverged"] == 0  # the engine alone is healthy
     turns = pq.read_table(out / "turns.parquet").to_pandas()
     assert set(turns.outcome) == {"ok"}
     # Sizes come from vLLM's own usage: the tiny tokenizer sees the scenario's opening prompt
@@ -124,3 +136,26 @@ def test_a_killed_api_server_is_an_engine_error_and_leaves_nothing(
     assert process.returncode == 2, stderr
     assert "The single engine process was killed by signal 9" in stderr
     assert alive(group) == set()
+
+
+def test_sigkill_of_repro_and_the_api_server_together_leaves_nothing(
+    vllm_python: Path, tmp_path: Path
+) -> None:
+    """The case no parent is left to handle: the role's supervisor (a subreaper, holding the
+    role in a cgroup of its own) sees its lifeline close and stops the engine core, the worker
+    and whatever else vLLM started."""
+    out = tmp_path / "run"
+    process = start_run(out, sessions=8)
+    group = vllm_group(out)
+    supervisors = {p for p in _pids() if "repro.harness.supervisor" in _cmdline(p) and str(out) in _cmdline(p)}  # fmt: skip
+    assert len(supervisors) == 1
+    wait_for_turns(out, 1, timeout_s=RUN_TIMEOUT_S, process=process)
+    server = next(p for p in group if "vllm.entrypoints.cli.main" in _cmdline(p))
+    os.kill(server, signal.SIGKILL)
+    process.kill()
+    process.communicate(timeout=60)
+    killed_at = time.monotonic()
+    while alive(group | supervisors) and time.monotonic() - killed_at < 30:
+        time.sleep(0.1)
+    assert alive(group | supervisors) == set()
+    assert time.monotonic() - killed_at < 10  # the supervisor's 2 s grace, then SIGKILL
