@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.e2e.test_interrupt import wait_for_turns
-from tests.e2e.test_vllm import _cmdline, _pids, alive, vllm_group
+from tests.e2e.test_vllm import _cmdline, _group_of, _pids, alive, vllm_group
 
 Action = Callable[[subprocess.Popen[str], set[int]], None]
 
@@ -43,6 +43,7 @@ def supervisors(out: Path) -> set[int]:
 
 
 CASES: dict[str, tuple[str, Action]] = {
+    "ctrl-c-start": ("Ctrl-C while vLLM starts (importing, before /health)", lambda p, g: None),
     "end": ("the run ends (2 sessions)", lambda process, group: None),
     "ctrl-c": ("Ctrl-C (SIGINT to repro) mid-run", lambda p, g: p.send_signal(signal.SIGINT)),
     "ctrl-c-twice": (
@@ -65,6 +66,26 @@ CASES: dict[str, tuple[str, Action]] = {
 }
 
 
+def starting_group(out: Path, timeout_s: float = 300) -> set[int]:
+    """The role's process group while vLLM is still starting (before it answers /health)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for supervisor in supervisors(out):
+            children = [p for p in _pids() if _parent_of(p) == supervisor]
+            if children and (group := _group_of(children[0])) is not None:
+                time.sleep(5)  # the API server is importing vLLM; its engine core comes later
+                return {supervisor} | {p for p in _pids() if _group_of(p) == group}
+        time.sleep(0.2)
+    raise SystemExit(f"no supervised process within {timeout_s} s")
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
 def one_case(name: str, folder: Path) -> str:
     what, action = CASES[name]
     out = folder / name
@@ -72,15 +93,27 @@ def one_case(name: str, folder: Path) -> str:
     argv = [sys.executable, "-m", "repro", "run", "--backend", "vllm", "--sessions", sessions,
             "--ramp-up", "0", "--out", str(out)]  # fmt: skip
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if name == "ctrl-c-start":
+        watched = starting_group(out)
+        group = watched - supervisors(out)
+        process.send_signal(signal.SIGINT)
+        return _until_gone(what, process, group, watched, time.monotonic())
     group = vllm_group(out)
     watched = group | supervisors(out)
     if name != "end":
         wait_for_turns(out, 1, timeout_s=600, process=process)
     acted_at = time.monotonic()
     action(process, group)
-    code = process.wait(timeout=600)
     if name == "end":  # from repro's own exit
+        process.wait(timeout=600)
         acted_at = time.monotonic()
+    return _until_gone(what, process, group, watched, acted_at)
+
+
+def _until_gone(
+    what: str, process: subprocess.Popen[str], group: set[int], watched: set[int], acted_at: float
+) -> str:
+    code = process.wait(timeout=600)
     while alive(watched):
         if time.monotonic() - acted_at > 30:
             left = {p: _cmdline(p)[:80] for p in alive(watched)}

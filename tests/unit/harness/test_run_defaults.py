@@ -99,5 +99,6 @@ def test_profile_show_lists_the_run_defaults() -> None:
     assert shown.exit_code == 0, shown.output
     doc = json.loads(shown.output)
     assert doc["engine"]["oracle"] == "divergence"
-    assert doc["run"] == {"context_max_tokens": 14000, "max_output_tokens": 64, "thinking": False}
+    assert doc["run"]["context_max_tokens"] == 14000 and doc["run"]["thinking"] is False
+    assert doc["run"]["stall_after_s"] == 300.0
     assert doc["settings_by_concurrency"]["kv_cache_gib"]["41"] == "2"
