@@ -310,14 +310,20 @@ def main(argv: list[str] | None = None) -> None:
             orphaned = True
             break
         supervision.reap()
+    # repro sees a dead engine as a zombie before we collect it, and asks us to stop: the
+    # engine's death, not the request, decides the grace then.
+    supervision.reap()
     if supervision.status is not None:  # the engine died on its own: say so before cleaning up
         _tell({"exit": os.waitstatus_to_exitcode(supervision.status)}, last=True)
     if supervision.requested == "now":
         grace_s = 0.0
-    elif supervision.requested == "stop":
-        grace_s = supervision.stop_timeout_s
-    else:
+    elif supervision.status is not None or orphaned:
+        # No main process to coordinate a clean shutdown, or nobody waiting for one: what is
+        # left gets a short grace (vLLM's engine core ignored SIGTERM for 20 s once its API
+        # server was killed).
         grace_s = min(supervision.stop_timeout_s, ORPHAN_GRACE_S if orphaned else LEFTOVER_GRACE_S)
+    else:
+        grace_s = supervision.stop_timeout_s
     supervision.stop(grace_s)
     _exit_like(supervision.status)
 
