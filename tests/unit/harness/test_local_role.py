@@ -132,3 +132,27 @@ def test_a_stop_that_races_the_engine_s_death_gets_the_short_grace(tmp_path: Pat
     assert wait_exit(role, 20) == -9
     wait_stopped(role, 20)
     assert not alive(daemon) and time.monotonic() - started < 5  # not the 30 s stop timeout
+
+
+# Dies on SIGTERM at once, leaving a child (in its group) that ignores it: vLLM's API server
+# and its engine core, which once orphaned ignored SIGTERM for the whole 20 s stop timeout.
+LEAVES_A_CHILD = """
+import os, signal, sys, time
+folder = sys.argv[1]
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    open(os.path.join(folder, "daemon"), "w").write(str(os.getpid()))
+    time.sleep(600)
+open(os.path.join(folder, "main"), "w").write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+def test_once_the_main_process_is_gone_its_leftovers_get_the_short_grace(tmp_path: Path) -> None:
+    role = LocalRole(plan(sys.executable, "-c", LEAVES_A_CHILD, str(tmp_path)), tmp_path, 30.0)
+    _, child = wait_for_pids(tmp_path)
+    started = time.monotonic()
+    role.stop()
+    assert wait_exit(role, 20) == -15
+    wait_stopped(role, 20)
+    assert not alive(child) and time.monotonic() - started < 5  # not the 30 s stop timeout
