@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.e2e.conftest import summary
-from tests.e2e.test_interrupt import wait_for_turns
 
 # Each test starts vLLM once; the first also builds the environment and the model.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -136,26 +135,3 @@ def test_a_killed_api_server_is_an_engine_error_and_leaves_nothing(
     assert process.returncode == 2, stderr
     assert "The single engine process was killed by signal 9" in stderr
     assert alive(group) == set()
-
-
-def test_sigkill_of_repro_and_the_api_server_together_leaves_nothing(
-    vllm_python: Path, tmp_path: Path
-) -> None:
-    """The case no parent is left to handle: the role's supervisor (a subreaper, holding the
-    role in a cgroup of its own) sees its lifeline close and stops the engine core, the worker
-    and whatever else vLLM started."""
-    out = tmp_path / "run"
-    process = start_run(out, sessions=8)
-    group = vllm_group(out)
-    supervisors = {p for p in _pids() if "repro.harness.supervisor" in _cmdline(p) and str(out) in _cmdline(p)}  # fmt: skip
-    assert len(supervisors) == 1
-    wait_for_turns(out, 1, timeout_s=RUN_TIMEOUT_S, process=process)
-    server = next(p for p in group if "vllm.entrypoints.cli.main" in _cmdline(p))
-    os.kill(server, signal.SIGKILL)
-    process.kill()
-    process.communicate(timeout=60)
-    killed_at = time.monotonic()
-    while alive(group | supervisors) and time.monotonic() - killed_at < 30:
-        time.sleep(0.1)
-    assert alive(group | supervisors) == set()
-    assert time.monotonic() - killed_at < 10  # the supervisor's 2 s grace, then SIGKILL
