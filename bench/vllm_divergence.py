@@ -25,6 +25,7 @@ RUNS: dict[str, list[str]] = {
     "vllm-32": [*VLLM, "--sessions", "32"],
     "vllm-64": [*VLLM, "--sessions", "64"],
     "vllm-128-at-64": [*VLLM, "--sessions", "128", "--concurrency", "64", "--seed", "1"],
+    "vllm-64-seed-2": [*VLLM, "--sessions", "64", "--seed", "2"],
 }
 
 
