@@ -1,20 +1,25 @@
-"""The positive control at scale: the embedded engine behind `repro proxy`, rule off and splice.
+"""The positive control at scale: an engine behind `repro proxy`, rule off and splice.
 
-    python bench/proxy_control.py [--sessions 100] [--context-max 40000] [--rate 0.05]
+    python bench/proxy_control.py [--engine sim|vllm] [--sessions 100] [--concurrency N]
+        [--context-max 40000] [--rate 0.05]
 
-Runs `repro run` twice on repro/profiles/examples/sim-behind-proxy.toml (single server, fp8:
-a clean engine): once with the rule off, once splicing at the chosen rate from 2 streams in
-flight. For each it prints the turns judged, the injections the proxy logged, how many of
-them the run caught, the corrupted turns no injection explains, and the measured corruption
-rate with its 95% Wilson interval against the injected rate (injections / streams) and the
-rule's nominal rate (a victim whose answer has no tool-call text cannot be corrupted, and the
-last streams of a run may have too few others in flight, so fewer are injected), and the
-proxy's own CPU time for the bytes it streamed.
+Runs `repro run` twice behind the proxy: once with the rule off, once splicing at the chosen
+rate from 2 streams in flight. `sim`: repro/profiles/examples/sim-behind-proxy.toml (single
+server, fp8: a clean engine; `--target calls`, judged by the validity oracle). `vllm`: the
+vLLM profile's `proxied` topology (the tiny model; `--target any`, judged by the divergence
+oracle, every turn replayed alone after the load, through the proxy with one stream in
+flight, where the rule cannot fire). For each it prints the turns judged, the injections the
+proxy logged, how many of them the run caught, the corrupted turns no injection explains,
+and the measured corruption rate with its 95% Wilson interval against the injected rate
+(injections / turns judged) and the rule's nominal rate (a victim whose answer has no
+target text cannot be corrupted, and the last streams of a run may have too few others in
+flight, so fewer are injected), and the proxy's own CPU time for the bytes it streamed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,12 +31,14 @@ from repro.results.reading import read_run
 from repro.results.stats import wilson
 from repro.spec import PROFILES_DIR
 
-PROFILE = PROFILES_DIR / "examples" / "sim-behind-proxy.toml"
+ENGINES = {
+    "sim": ["--profile", str(PROFILES_DIR / "examples" / "sim-behind-proxy.toml")],
+    "vllm": ["--backend", "vllm", "--topology", "proxied", "--replay-sample", "all"],
+}
 
 
-def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nominal: float) -> str:
-    argv = [sys.executable, "-m", "repro", "run", "--profile", str(PROFILE),
-            "--sessions", str(sessions), "--context-max", str(context_max), "--out", str(out),
+def one_run(out: Path, engine: list[str], knobs: list[str], nominal: float) -> str:
+    argv = [sys.executable, "-m", "repro", "run", *engine, "--out", str(out),
             *(a for k in knobs for a in ("--knob", k))]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -49,7 +56,7 @@ def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nomina
     )
     judged = summary.turns
     measured = wilson(summary.turns_corrupted, judged)
-    injected_rate = match.injected / streams
+    injected_rate = match.injected / judged  # one stream per judged turn of the load
     inside = measured.low <= injected_rate <= measured.high
     holds_nominal = measured.low <= nominal <= measured.high
     return (
@@ -64,20 +71,28 @@ def one_run(out: Path, sessions: int, context_max: int, knobs: list[str], nomina
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default="sim", choices=list(ENGINES))
     parser.add_argument("--sessions", type=int, default=100)
-    parser.add_argument("--context-max", type=int, default=40_000)
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--context-max", type=int, default=None, help="default: 40000 on sim")
     parser.add_argument("--rate", default="0.05", choices=["0.01", "0.05", "0.2", "1"])
     args = parser.parse_args()
+    if args.context_max is None and args.engine == "sim":
+        args.context_max = 40_000
+    engine = [*ENGINES[args.engine], "--sessions", str(args.sessions)]
+    engine += ["--concurrency", str(args.concurrency)] if args.concurrency else []
+    engine += ["--context-max", str(args.context_max)] if args.context_max else []
     root = Path(tempfile.mkdtemp(prefix="repro-proxy-"))
-    print(f"`python bench/proxy_control.py --sessions {args.sessions} --context-max "
-          f"{args.context_max} --rate {args.rate}` (runs in {root})\n")  # fmt: skip
+    print(f"`python {' '.join(sys.argv)}` (runs in {root}; load average "
+          f"{os.getloadavg()[0]:.1f} at the start)\n")  # fmt: skip
     print("| rule | turns judged | streams | victims drawn | injected | caught | corrupted, "
           "not injected | measured turn corruption [95% Wilson] | injected rate | "
           "interval holds it | interval holds the rule's rate | wall | proxy CPU |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    print(one_run(root / "off", args.sessions, args.context_max, [], 0.0))
+    print(one_run(root / "off", engine, [], 0.0), flush=True)
     splice = ["proxy_rule=splice", f"proxy_rate={args.rate}", "proxy_min_streams=2"]
-    print(one_run(root / "splice", args.sessions, args.context_max, splice, float(args.rate)))
+    print(one_run(root / "splice", engine, splice, float(args.rate)), flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from repro.errors import ReproError, UsageError
+from repro.harness import RUN_DEFAULT_FIELDS
 from repro.knobs import STORY_DEFAULTS, parse_assignments
 from repro.spec import MAX_OUTPUT_TOKENS_LIMIT, RunSpec
 
@@ -41,7 +42,11 @@ OPTION_OF: dict[str, str] = {"context_max_tokens": "--context-max"}
 
 
 def _opt(flag: str, field: str, panel: str = RUN, **kwargs: Any) -> Any:
-    OPTION_OF[field] = flag
+    OPTION_OF[field] = flag.split("/")[0]
+    if field in RUN_DEFAULT_FIELDS:  # the option defaults to None: the profile may fill it
+        shown = _field(field).default
+        shown = ("on" if shown else "off") if isinstance(shown, bool) else shown
+        kwargs["show_default"] = f"{shown}, or the profile's [run]"
     return typer.Option(flag, help=_field(field).description, rich_help_panel=panel, **kwargs)
 
 
@@ -62,15 +67,18 @@ Sessions = Annotated[int, _opt("--sessions", "sessions", min=1, max=100_000)]
 Concurrency = Annotated[int | None, _opt("--concurrency", "concurrency", min=1, show_default=False)]
 Scenario = Annotated[str, _opt("--scenario", "scenario")]
 Seed = Annotated[int, _opt("--seed", "seed", min=0)]
-ContextMax = Annotated[int, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)]
-MaxTurns = Annotated[int, _opt("--max-turns", "max_turns", min=1)]
+ContextMax = Annotated[
+    int | None, _opt("--context-max", "context_max_tokens", min=4000, max=1_000_000)
+]
+MaxTurns = Annotated[int | None, _opt("--max-turns", "max_turns", min=1)]
 MaxTokens = Annotated[
-    int, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
+    int | None, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
 ]
 RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
 Workers = Annotated[int | None, _opt("--workers", "workers", min=1, max=64, show_default=False)]
-TurnTimeout = Annotated[float, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
-StallAfter = Annotated[float, _opt("--stall-after", "stall_after_s", min=0.001)]
+TurnTimeout = Annotated[float | None, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
+StallAfter = Annotated[float | None, _opt("--stall-after", "stall_after_s", min=0.001)]
+Thinking = Annotated[bool | None, _opt("--thinking/--no-thinking", "thinking")]
 AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
 Out = Annotated[
     Path | None,
@@ -141,9 +149,9 @@ OPTION_OF["reference_urls"] = "--reference-url"
 ReferenceEngines = Annotated[
     int, _opt("--reference-engines", "reference_engines", ORACLE, min=0, max=64)
 ]
-TopLogprobs = Annotated[int, _opt("--top-logprobs", "top_logprobs", ORACLE, min=0, max=20)]
+TopLogprobs = Annotated[int | None, _opt("--top-logprobs", "top_logprobs", ORACLE, min=0, max=20)]
 NumericalMargin = Annotated[
-    float, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, min=0.0001)
+    float | None, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, min=0.0001)
 ]
 
 Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
@@ -226,13 +234,14 @@ LOAD = {
     "concurrency": (Concurrency, None),
     "scenario": (Scenario, default("scenario")),
     "seed": (Seed, default("seed")),
-    "context_max": (ContextMax, default("context_max_tokens")),
-    "max_turns": (MaxTurns, default("max_turns")),
-    "max_output_tokens": (MaxTokens, default("max_output_tokens")),
+    "context_max": (ContextMax, None),
+    "max_turns": (MaxTurns, None),
+    "max_output_tokens": (MaxTokens, None),
+    "thinking": (Thinking, None),
     "ramp_up_s": (RampUp, default("ramp_up_s")),
     "workers": (Workers, None),
-    "turn_timeout_s": (TurnTimeout, default("turn_timeout_s")),
-    "stall_after_s": (StallAfter, default("stall_after_s")),
+    "turn_timeout_s": (TurnTimeout, None),
+    "stall_after_s": (StallAfter, None),
     "abort_rate": (AbortRate, default("abort_rate")),
 }
 ORACLE_OPTIONS = {
@@ -241,8 +250,8 @@ ORACLE_OPTIONS = {
     "replay_sample": (ReplaySample, default("replay_sample")),
     "reference_url": (ReferenceUrl, None),
     "reference_engines": (ReferenceEngines, default("reference_engines")),
-    "top_logprobs": (TopLogprobs, default("top_logprobs")),
-    "numerical_margin": (NumericalMargin, default("numerical_margin_nats")),
+    "top_logprobs": (TopLogprobs, None),
+    "numerical_margin": (NumericalMargin, None),
 }
 KNOB_OPTIONS = {
     "topology": (Topology, None),

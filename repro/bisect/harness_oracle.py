@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Wave
 from repro.errors import EngineError, ReproError, UsageError, first_repro_error
-from repro.harness import Profile, check_plan, load_profile
+from repro.harness import Profile, check_plan, fill_from_profile, load_profile
 from repro.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -112,7 +112,8 @@ class HarnessOracle:
         return self.profile.resolve_knobs(dict(requested))
 
     def check(self, configs: Sequence[Mapping[str, str]]) -> None:
-        plans = [check_plan(self.profile, self.spec, dict(c)) for c in configs]
+        spec = fill_from_profile(self.spec, self.profile.run, self.profile.engine.oracle)
+        plans = [check_plan(self.profile, spec, dict(c)) for c in configs]
         if any(self.profile.roles[r.name].preflight for plan in plans for r in plan.roles):
             from repro.harness import check_plans
 
@@ -126,7 +127,7 @@ class HarnessOracle:
         from repro.harness import drive
 
         started_s = time.monotonic()
-        spec = spec.with_oracle_default(self.profile.engine.oracle)
+        spec = fill_from_profile(spec, self.profile.run, self.profile.engine.oracle)
         endpoint = await self._engine_for(spec, wave_dir)
         wave_dir.mkdir(parents=True, exist_ok=True)
         summary = await drive(spec, endpoint, wave_dir, first_session_id=first_session_id)  # type: ignore[arg-type]

@@ -156,6 +156,17 @@ def _first_token_difference(a: Sequence[ScoredToken], b: Sequence[ScoredToken]) 
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def _text_parts_before(reference: Answer, field: str, char_offset: int | None, k: int) -> bool:
+    """True when the texts part inside what the first k tokens (the same on both sides) wrote:
+    a change on the output path, which a flipped near-tie later on must not hide. Decided over
+    the stretch where the reference's text is its tokens written out (a parser's reshaping
+    or an incomplete UTF-8 sequence ends it)."""
+    shared = "".join(t.token for t in reference.tokens[:k])
+    written_out = _first_difference(reference.text(field), shared)
+    agree = len(shared) if written_out is None else written_out
+    return char_offset is not None and char_offset < agree
+
+
 def compare(loaded: Answer, reference: Answer, numerical_margin_nats: float) -> Divergence:
     """The verdict for one turn; `numerical_margin_nats` separates a flipped near-tie from corruption."""
     text = _text_divergence(loaded, reference)
@@ -180,6 +191,17 @@ def compare(loaded: Answer, reference: Answer, numerical_margin_nats: float) -> 
             field=field,
             char_offset=char_offset,
             note="the same tokens gave different text: the output path (detokenizer or parser) differs",
+            by_tokens=True,
+        )
+    if field and _text_parts_before(reference, field, char_offset, k):
+        return Divergence(
+            DivergenceKind.CORRUPT,
+            token_offset=k,
+            field=field,
+            char_offset=char_offset,
+            loaded_token=_around(loaded.text(field), char_offset),
+            reference_token=_around(reference.text(field), char_offset),
+            note="the text parts where the tokens are still the same: the output path differs",
             by_tokens=True,
         )
     mine = loaded.tokens[k] if k < len(loaded.tokens) else None

@@ -61,6 +61,7 @@ async def engine(
     With --launcher slurm, `allocations` keeps the Slurm allocation for the caller's next
     engine (a bisect slot); `status` hears what the launcher waits for (the queue)."""
     resolved = resolved or resolve(spec)
+    spec = resolved.spec
     for url in spec.reference_urls:  # a wrong reference fails now, not after a model load
         await _probe(url)
     if resolved.plan is None:

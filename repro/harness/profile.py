@@ -11,6 +11,8 @@ Its tables:
     [knobs.K]     values, default, and per value what each role gets: args, env, or a
                   replacement command (with its own health path and extra ports); or
                   `unmapped` (the engine has no such switch)
+    [run]         run options it fills in when the user gives none (contexts, answer length,
+                  thinking mode), and settings that grow with the sessions in flight
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the
                   rest; how long the probe may take (timeout_s)
     [placement.T] --launcher slurm: the nodes topology T needs and the node of each role
@@ -39,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from repro.errors import UsageError
 from repro.harness.placeholders import placeholders
 from repro.harness.placement import PlacementSpec, check_placements, on_one_node
+from repro.harness.run_defaults import RunDefaults
 from repro.knobs import STORY_DEFAULTS, describe
 from repro.spec import MAX_WAIT_S, Oracle
 from repro.user_files import TOO_DEEP, read_user_text
@@ -48,6 +51,7 @@ SELECTOR_ALL = "all"
 # Filled in per launch. Settings may use these; commands and env also the settings, `port`,
 # `<role>_port`, `<role>_url` and the extra ports.
 SETTING_BUILTINS = ("python", "repro_python", "profile_dir", "repo_root", "host", "seed")
+SCALED = "run.settings_by_concurrency."  # key path of a setting's steps: filled like settings
 
 
 class _Strict(BaseModel):
@@ -133,6 +137,7 @@ class Profile(_Strict):
     roles: dict[str, RoleSpec]
     knobs: dict[str, KnobSpec] = Field(default_factory=dict)
     preflight: PreflightSpec = Field(default_factory=PreflightSpec)
+    run: RunDefaults = Field(default_factory=RunDefaults)
     placement: dict[str, PlacementSpec] = Field(default_factory=dict)
     source: Path | None = None
 
@@ -167,6 +172,12 @@ class Profile(_Strict):
                         )
             if spec.unmapped and spec.unmapped.native != default:
                 raise ValueError(f"unmapped knob '{knob}': its default must be its native value")
+        for setting in self.run.settings_by_concurrency:
+            if setting not in self.settings:
+                raise ValueError(
+                    f"[run.settings_by_concurrency] scales '{setting}', which [settings] does "
+                    f"not declare; declared: {', '.join(self.settings) or 'none'}"
+                )
         topology_roles = {name: topo.roles for name, topo in self.topologies.items()}
         check_placements(self.placement, topology_roles, self.settings)
         self._check_placeholders()
@@ -189,8 +200,8 @@ class Profile(_Strict):
                 names = placeholders(template, f"'{where}'")
             except UsageError as exc:
                 raise ValueError(str(exc).removesuffix(".")) from None
-            if where.startswith("settings."):  # settings are filled from the built-ins alone
-                own = where.removeprefix("settings.")  # `python` cannot be made of itself
+            if where.startswith(("settings.", SCALED)):  # filled from the built-ins alone
+                own = where.removeprefix(SCALED).removeprefix("settings.").split(".")[0]
                 allowed = [n for n in SETTING_BUILTINS if n != own]
                 if unknown := [n for n in names if n not in allowed]:
                     raise ValueError(
@@ -212,6 +223,9 @@ class Profile(_Strict):
         """Every string that placeholders are filled in, with its key path."""
         for key, value in self.settings.items():
             yield f"settings.{key}", value
+        for key, steps in self.run.settings_by_concurrency.items():
+            for threshold, value in steps.items():
+                yield f"{SCALED}{key}.{threshold}", value
         for name, role in self.roles.items():
             for part in ("prefix", "command"):
                 for i, word in enumerate(getattr(role, part)):

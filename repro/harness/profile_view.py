@@ -5,6 +5,7 @@ The tables are rendered from the document, so the two cannot disagree.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Console
@@ -74,6 +75,8 @@ def profile_document(profile: Profile) -> dict[str, Any]:
             }
             for name, value in profile.settings.items()
         },
+        "run": profile.run.options(),
+        "settings_by_concurrency": profile.run.settings_by_concurrency,
         "placeholders": profile.placeholder_names(),
     }
 
@@ -92,7 +95,7 @@ def render_profile(profile: Profile, console: Console) -> None:
         (
             0,
             f"start-up deadline {engine['health_timeout_s']:g} s per role, "
-            f"stop timeout {engine['stop_timeout_s']:g} s",
+            f"stop timeout {engine['stop_timeout_s']:g} s, default oracle {engine['oracle']}",
             "",
         ),
     ]
@@ -126,6 +129,12 @@ def render_profile(profile: Profile, console: Console) -> None:
     for name, setting in doc["settings"].items():
         default = "REQUIRED" if setting["required"] else f'"{setting["default"]}"'
         lines.append((2, f"{name} = {default}   ({setting['option']})", ""))
+    if doc["run"] or doc["settings_by_concurrency"]:
+        lines += _section("Run defaults ([run]: used when the option is not given)")
+        lines += [(2, f"{name} = {json.dumps(value)}", "") for name, value in doc["run"].items()]
+        for name, steps in doc["settings_by_concurrency"].items():
+            scaled = ", ".join(f"{v} from {t} sessions in flight" for t, v in steps.items())
+            lines.append((2, f"{name}: {scaled}", ""))
     lines += _section("Placeholders")
     lines.append((2, ", ".join(f"{{{n}}}" for n in doc["placeholders"]), ""))
     for indent, text, style in lines:

@@ -10,6 +10,7 @@ from pathlib import Path
 from repro.harness.launchers import plan_for
 from repro.harness.plan import LaunchPlan, check_settings
 from repro.harness.profile import Profile, load_profile
+from repro.harness.run_defaults import fill_from_profile
 from repro.knobs import STORY_DEFAULTS
 from repro.scenarios import get_scenario
 from repro.spec import RUNS_DIR, RunSpec
@@ -17,8 +18,10 @@ from repro.spec import RUNS_DIR, RunSpec
 
 @dataclass(frozen=True)
 class Resolved:
-    """The spec checked against its profile: the full configuration and, unless --url, the plan."""
+    """The spec checked against its profile, with what the user left unsaid filled from it
+    (repro.harness.run_defaults): the full configuration and, unless --url, the plan."""
 
+    spec: RunSpec
     profile: Profile
     config: dict[str, str]
     plan: LaunchPlan | None
@@ -28,13 +31,14 @@ def resolve(spec: RunSpec) -> Resolved:
     """Everything that can be checked before a process starts; bad input raises UsageError."""
     profile = load_profile(spec.profile_path())
     get_scenario(spec.scenario)
+    check_settings(profile, spec.settings)  # before the profile adds its own
+    spec = fill_from_profile(spec, profile.run, profile.engine.oracle)
     if spec.url:
         # An external engine is configured by whoever started it: knobs only label the run.
-        check_settings(profile, spec.settings)
         labels = {k: profile.resolve_knobs({k: v})[k] for k, v in spec.knobs.items()}
-        return Resolved(profile, labels, None)
+        return Resolved(spec, profile, labels, None)
     config = profile.resolve_knobs(spec.knobs)
-    return Resolved(profile, config, plan_for(profile, spec, config))
+    return Resolved(spec, profile, config, plan_for(profile, spec, config))
 
 
 def default_run_dir(config: dict[str, str], root: Path = RUNS_DIR) -> Path:

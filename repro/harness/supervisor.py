@@ -231,12 +231,15 @@ class Supervision:
                 self.status = status
 
     def wait_gone(self, seconds: float) -> None:
-        """Wait up to `seconds` for every member to exit. A request to stop now, or repro's
-        death (then ORPHAN_GRACE_S at most), cuts the wait short."""
+        """Wait up to `seconds` for every member to exit. A request to stop now, repro's death
+        (then ORPHAN_GRACE_S at most) or the main process's exit (then LEFTOVER_GRACE_S more
+        at most: vLLM's engine core ignores SIGTERM once its API server is gone) cuts it short."""
         started = time.monotonic()
         while True:
             self.reap()
             waited_s = time.monotonic() - started
+            if self.status is not None:  # the main process is gone: nothing coordinates a
+                seconds = min(seconds, waited_s + LEFTOVER_GRACE_S)  # clean shutdown any more
             if not self.members() or waited_s >= seconds or self.requested == "now":
                 return
             if waited_s >= ORPHAN_GRACE_S and self.orphaned():
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     if supervision.requested == "now":
         grace_s = 0.0
     elif supervision.requested == "stop":
-        grace_s = supervision.stop_timeout_s
+        grace_s = supervision.stop_timeout_s  # cut short if the main process exits (wait_gone)
     else:
         grace_s = min(supervision.stop_timeout_s, ORPHAN_GRACE_S if orphaned else LEFTOVER_GRACE_S)
     supervision.stop(grace_s)

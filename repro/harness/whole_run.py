@@ -52,7 +52,7 @@ async def run_async(
 async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping) -> RunSummary:
     progress, work = stopping.progress, stopping.work
     resolved = resolve(spec)
-    spec = spec.with_oracle_default(resolved.profile.engine.oracle)
+    spec = resolved.spec
     run_dir = run_dir or default_run_dir(resolved.config)
     create_run_folder(run_dir, refuse="anything")
     started, failure, cancelled = time.monotonic(), None, False

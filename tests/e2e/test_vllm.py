@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Start-up is about 25 s idle and several times that on a loaded 2-core machine.
 RUN_TIMEOUT_S = 600
-SHORT = ["--backend", "vllm", "--context-max", "4000", "--ramp-up", "0"]
+SHORT = ["--backend", "vllm", "--context-max", "4000", "--ramp-up", "0", "--replay-sample", "all"]
 
 
 def _group_of(pid: int) -> int | None:
@@ -90,6 +90,17 @@ def test_a_short_run_on_real_vllm_is_scored_and_leaves_nothing(
     s = summary(out)
     assert s["engine"] == "vllm 0.32.0" and s["config"]["topology"] == "single"
     assert s["sessions"] == 4 and s["errors"] == 0 and s["turns"] >= 4
+    # The profile's defaults: divergence on scripted history, 64-token answers, no thinking.
+    spec = json.loads((out / "spec.json").read_text())["spec"]
+    assert (spec["oracle"], spec["history"], spec["max_output_tokens"]) == (
+        "divergence",
+        "scripted",
+        64,
+    )
+    assert spec["thinking"] is False
+    d = s["divergence"]
+    assert d["turns_replayed"] == s["turns"] and d["errors"] == 0
+    assert d["kinds"]["corrupt"] == d["kinds"]["diverged"] == 0  # the engine alone is healthy
     turns = pq.read_table(out / "turns.parquet").to_pandas()
     assert set(turns.outcome) == {"ok"}
     # Sizes come from vLLM's own usage: the tiny tokenizer sees the scenario's opening prompt

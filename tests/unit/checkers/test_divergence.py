@@ -99,3 +99,23 @@ def test_malformed_logprobs_mean_no_logprobs() -> None:
         [{"token": "a", "logprob": float("nan"), "top_logprobs": [{"token": "a", "logprob": -1}]}]
     )
     assert token.logprob is None and token.margin is None and token.top == (("a", -1.0),)
+
+
+def test_text_changed_before_a_later_near_tie_is_still_corrupt() -> None:
+    """A splice on the output path, then a flipped near-tie further on: the first token
+    difference is numerical, but the text already parted where the tokens were the same
+    (measured through vLLM: 2 of 46 injected splices hid this way)."""
+    tie = item(" it", (" it", -0.5), (" this", -0.6))
+    reference = answer([*REFERENCE[:2], tie])
+    flipped = [*REFERENCE[:2], item(" this", (" this", -0.55), (" it", -0.6))]
+    spliced = Answer(reasoning="Ixx read this", tokens=scored_tokens(flipped))
+    verdict = compare(spliced, reference, 1.0)
+    assert verdict.kind is DivergenceKind.CORRUPT and verdict.counts
+    assert (verdict.field, verdict.char_offset, verdict.token_offset) == ("reasoning", 1, 2)
+    assert "output path" in verdict.note
+    assert compare(answer(flipped), reference, 1.0).kind is DivergenceKind.NUMERICAL
+    # Where the reference's text is not its tokens written out (a parser reshaped it), the
+    # shared tokens decide nothing and the near-tie stays numerical.
+    reshaped = Answer(reasoning="(I read) it", tokens=reference.tokens)
+    unspliced = Answer(reasoning="(I read) this", tokens=scored_tokens(flipped))
+    assert compare(unspliced, reshaped, 1.0).kind is DivergenceKind.NUMERICAL

@@ -4,6 +4,7 @@ one sentence, and a stop that reaches processes which ignore SIGTERM or left the
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -41,6 +42,13 @@ def wait_exit(role: LocalRole, within_s: float) -> int:
         assert time.monotonic() < deadline, f"the role did not end within {within_s} s"
         time.sleep(0.02)
     return code
+
+
+def wait_stopped(role: LocalRole, within_s: float = 10) -> None:
+    deadline = time.monotonic() + within_s
+    while not role.stopped:
+        assert time.monotonic() < deadline, f"the supervisor did not finish within {within_s} s"
+        time.sleep(0.02)
 
 
 def wait_for_pids(folder: Path) -> tuple[int, int]:
@@ -92,6 +100,7 @@ def test_stop_reaches_a_sigterm_ignoring_engine_and_its_daemon(tmp_path: Path) -
     role.stop()
     assert wait_exit(role, 10) == -9  # SIGTERM was ignored: SIGKILL after the stop timeout
     assert 0.9 < time.monotonic() - started < 5
+    wait_stopped(role)  # the main process's exit is seen first; the daemon dies right after
     assert not alive(main) and not alive(daemon)
 
 
@@ -102,3 +111,48 @@ def test_hurry_kills_at_once(tmp_path: Path) -> None:
     role.hurry()
     assert wait_exit(role, 10) == -9 and time.monotonic() - started < 5  # not the 30 s timeout
     assert not alive(main) and not alive(daemon)
+
+
+def test_a_stop_that_races_the_engine_s_death_gets_the_short_grace(tmp_path: Path) -> None:
+    """repro sees a killed engine as a zombie before the supervisor collects it, and asks it
+    to stop: what the dead engine left (its daemon, ignoring SIGTERM) must not get the whole
+    stop timeout (vLLM's engine core outlived its killed API server that way for 20 s)."""
+    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, 30.0)
+    main, daemon = wait_for_pids(tmp_path)
+    supervisor = role.supervisor.pid
+    os.kill(supervisor, signal.SIGSTOP)  # the stop request lands before the engine is collected
+    try:
+        os.kill(main, signal.SIGKILL)
+        while alive(main):
+            time.sleep(0.01)
+        started = time.monotonic()
+        role.stop()
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    assert wait_exit(role, 20) == -9
+    wait_stopped(role, 20)
+    assert not alive(daemon) and time.monotonic() - started < 5  # not the 30 s stop timeout
+
+
+# Dies on SIGTERM at once, leaving a child (in its group) that ignores it: vLLM's API server
+# and its engine core, which once orphaned ignored SIGTERM for the whole 20 s stop timeout.
+LEAVES_A_CHILD = """
+import os, signal, sys, time
+folder = sys.argv[1]
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    open(os.path.join(folder, "daemon"), "w").write(str(os.getpid()))
+    time.sleep(600)
+open(os.path.join(folder, "main"), "w").write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+def test_once_the_main_process_is_gone_its_leftovers_get_the_short_grace(tmp_path: Path) -> None:
+    role = LocalRole(plan(sys.executable, "-c", LEAVES_A_CHILD, str(tmp_path)), tmp_path, 30.0)
+    _, child = wait_for_pids(tmp_path)
+    started = time.monotonic()
+    role.stop()
+    assert wait_exit(role, 20) == -15
+    wait_stopped(role, 20)
+    assert not alive(child) and time.monotonic() - started < 5  # not the 30 s stop timeout

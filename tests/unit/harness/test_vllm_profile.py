@@ -47,7 +47,7 @@ def test_backend_vllm_selects_the_profile_and_its_defaults(
         "-m", "vllm.entrypoints.cli.main", "serve", str(repo_root / ".cache" / "tiny-qwen2"),
     )  # fmt: skip
     argv = " ".join(single.argv)
-    assert "--max-model-len 40960" in argv and "--tool-call-parser hermes" in argv
+    assert "--max-model-len 65536" in argv and "--tool-call-parser hermes" in argv
     assert argv.endswith("--enable-prefix-caching --enable-chunked-prefill --enforce-eager")
     state = repo_root / ".cache" / "vllm-0.32" / "state"
     assert single.env["TMPDIR"] == f"{state}/tmp" and single.env["HF_HUB_OFFLINE"] == "1"
