@@ -82,11 +82,8 @@ def test_a_wedge_is_judged_over_every_worker(tmp_path: Path) -> None:
     assert worker_processes(out) == []
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
-    tmp_path: Path, engine: str
-) -> None:
-    out = tmp_path / "run"
+def streaming_over_two_workers(engine: str, out: Path) -> subprocess.Popen[str]:
+    """A 40-session run over two workers, returned once both workers are up."""
     process = subprocess.Popen(
         [sys.executable, "-m", "repro", "run", "--url", engine, "--sessions", "40",
          "--workers", "2", *FAST[:2], "--out", str(out)],
@@ -95,6 +92,19 @@ def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
     try:
         wait_for(lambda: (out / "spec.json").exists(), "the run to start")
         wait_for(lambda: len(worker_processes(out)) >= 2, "the workers to start")
+    except BaseException:
+        process.kill()
+        raise
+    return process
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
+    tmp_path: Path, engine: str
+) -> None:
+    out = tmp_path / "run"
+    process = streaming_over_two_workers(engine, out)
+    try:
         time.sleep(3.0)  # sessions are streaming
         os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole group
         _, stderr = process.communicate(timeout=60)
@@ -110,14 +120,8 @@ def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
 @pytest.mark.slow
 def test_a_worker_lost_mid_run_stops_the_others_and_says_so(tmp_path: Path, engine: str) -> None:
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "repro", "run", "--url", engine, "--sessions", "40",
-         "--workers", "2", *FAST[:2], "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    process = streaming_over_two_workers(engine, out)
     try:
-        wait_for(lambda: (out / "spec.json").exists(), "the run to start")
-        wait_for(lambda: len(worker_processes(out)) >= 2, "the workers to start")
         time.sleep(3.0)
         os.kill(worker_processes(out)[0], signal.SIGKILL)  # as the OOM killer would
         _, stderr = process.communicate(timeout=60)
