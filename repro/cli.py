@@ -337,3 +337,4 @@ def _mount_bisect() -> None:
 
 
 _mount_bisect()
+o.one_line_summaries(app)

@@ -343,3 +343,15 @@ def exit_on_error() -> Iterator[None]:
             soft_wrap=True,
         )
         raise typer.Exit(UsageError.exit_code) from None
+
+
+def one_line_summaries(app: typer.Typer) -> None:
+    """Each command's listing in `--help` as one flowing sentence: Typer's command table keeps
+    the line breaks of a docstring wrapped at 100 columns, which reads as broken text."""
+    for info in app.registered_commands:
+        doc = inspect.getdoc(info.callback) if info.callback else None
+        if info.short_help is None and info.help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n", 1)[0].split())
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            one_line_summaries(group.typer_instance)

@@ -44,3 +44,13 @@ def test_a_run_whose_engine_wedged_exits_2_after_its_summary(monkeypatch, tmp_pa
     assert result.exit_code == 2
     assert "WEDGE" in result.stdout  # the summary is still shown
     assert f"error: Wedged: {wedge}." in " ".join(result.stderr.split())
+
+
+def test_each_command_is_listed_as_one_flowing_sentence():
+    """A docstring wrapped at 100 columns must not break the command table's lines."""
+    listing = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "400"}).output
+    assert "--max-corruption (even if some turns failed), 2 when the run" in listing
+    bisect = CliRunner().invoke(app, ["bisect", "--help"], env={"COLUMNS": "400"}).output
+    assert (
+        "Find the whole conjunction of knobs that turns --good into --bad's corruption." in bisect
+    )
