@@ -21,6 +21,40 @@ FAST = ["--context-max", "12000", "--set", "time_scale=0.2", "--ramp-up", "0.5"]
 SPILL = ["--set", "kv_pool_gb=3", "--set", "host_link_gbytes_per_s=12"]
 
 
+class _TrackedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """A Popen that remembers itself, so a test that fails mid-run cannot leak its process."""
+
+    started: list[subprocess.Popen] = []  # type: ignore[type-arg]
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        _TrackedPopen.started.append(self)
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Stop what the test started and close its pipes, whether it passed or failed.
+
+    A failed assertion between Popen and communicate() used to leave repro running and its
+    pipes open; their ResourceWarning then surfaced in whichever later test the GC ran in.
+    SIGTERM first, so repro tears its engines down as a user's Ctrl-C would.
+    """
+    monkeypatch.setattr(subprocess, "Popen", _TrackedPopen)
+    yield
+    started, _TrackedPopen.started = _TrackedPopen.started, []
+    for process in started:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def repro(
     *args: str, timeout: float = 240, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -77,20 +77,20 @@ def junit_cases(junit: Path) -> dict[str, ET.Element]:
 
 def test_corruption_then_engine_death_is_a_fail_that_names_both(tmp_path: Path) -> None:
     out, junit = tmp_path / "run", tmp_path / "junit.xml"
-    process = start_gate(
-        out, junit, "--sessions", "80", "--index-k", "bf16", "--context-max", "40000"
-    )
-    deadline = time.monotonic() + 120
-    failures = out / "failures.jsonl"
-    while not (failures.exists() and failures.stat().st_size):  # a corrupted turn is on disk
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.1)
-    decode = next(
-        r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode"
-    )
-    (pid,) = [p for p in engine_processes(out) if f"--port\0{decode['port']}\0" in Path(f"/proc/{p}/cmdline").read_text()]  # fmt: skip
-    os.kill(pid, signal.SIGKILL)
-    _, stderr = process.communicate(timeout=60)
+    # PD over a small spilling pool: the first corrupted turn comes in ~15 s, the run lasts ~2 min.
+    with start_gate(out, junit, "--sessions", "40", "--index-k", "bf16", "--context-max", "12000",
+                    "--set", "time_scale=0.2", *SPILL) as process:  # fmt: skip
+        deadline = time.monotonic() + 120
+        failures = out / "failures.jsonl"
+        while not (failures.exists() and failures.stat().st_size):  # a corrupted turn is on disk
+            assert time.monotonic() < deadline and process.poll() is None, process.returncode
+            time.sleep(0.1)
+        decode = next(
+            r for r in json.loads((out / "spec.json").read_text())["roles"] if r["name"] == "decode"
+        )
+        (pid,) = [p for p in engine_processes(out) if f"--port\0{decode['port']}\0" in Path(f"/proc/{p}/cmdline").read_text()]  # fmt: skip
+        os.kill(pid, signal.SIGKILL)
+        _, stderr = process.communicate(timeout=60)
     s = summary(out)
     assert s["turns_corrupted"] > 0 and s["error"].startswith(
         "The decode engine process was killed"
