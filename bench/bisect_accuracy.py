@@ -14,6 +14,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
@@ -39,21 +40,41 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--bad-rate", type=float, default=0.125)
     parser.add_argument("--amplified-rate", type=float, default=0.05)
+    parser.add_argument(
+        "--wave-spread", type=float, default=0.0,
+        help="coefficient of variation of a wave's rate (run-to-run spread; 0 = binomial)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--herring-effect", type=float, default=1.0,
+        help="custom_kernels=off multiplies the rate by this (the model's 5%% faster prefill)",
+    )  # fmt: skip
     args = parser.parse_args()
+    bug = seed_bug(args.bad_rate, args.amplified_rate)
+
+    def rate(config: dict[str, str]) -> float:
+        weaker = config["custom_kernels"] == "off"
+        return bug(config) * (args.herring_effect if weaker else 1.0)
+
     culprits = classes = 0
     sessions, trials = [], []
+    wrong: Counter[str] = Counter()
     for seed in range(args.seeds):
-        engine = FakeOracle(rate=seed_bug(args.bad_rate, args.amplified_rate), seed=seed)
+        engine = FakeOracle(rate=rate, seed=seed, wave_spread=args.wave_spread)
         with tempfile.TemporaryDirectory() as out:
             campaign = FlagCampaign(run=RunSpec(seed=seed), bad=BAD, good=GOOD, out_dir=Path(out))
             doc = flag_report_json(bisect_flags(campaign, oracle=engine))
         culprits += doc["culprit"] == CULPRIT
         classes += doc["classes"] == CLASSES
+        wrong.update(f"{k} {c}" for k, c in doc["classes"].items() if CLASSES.get(k) != c)
         sessions.append(doc["sessions"])
         trials.append(doc["trials"])
     cuts = statistics.quantiles(sessions, n=20)
-    print(f"rates: bad {args.bad_rate:.1%}, topology reverted {args.amplified_rate:.1%}")
+    print(
+        f"rates: bad {args.bad_rate:.1%}, topology reverted {args.amplified_rate:.1%}, "
+        f"custom_kernels reverted x{args.herring_effect}, wave spread {args.wave_spread}"
+    )
     print(f"culprit right {culprits}/{args.seeds}, all classes right {classes}/{args.seeds}")
+    print("classes wrong: " + (", ".join(f"{k} {n}" for k, n in wrong.most_common()) or "none"))
     print(
         f"sessions mean {statistics.mean(sessions):.0f}, p95 {cuts[-1]:.0f}, max {max(sessions)};"
         f" trials max {max(trials)}, over 12 in {sum(t > 12 for t in trials)}"

@@ -2,6 +2,11 @@
 
 Deterministic: a session's outcome depends only on (seed, configuration, session id), so a
 rerun sees exactly the same sessions, and a test can count which ones were run.
+
+`wave_spread` makes waves of one configuration spread more than the binomial says, as the
+load-induced engine's runs do (docs/sim.md, "Run to run"): each wave's rate is the
+configuration's times a Gamma factor of mean 1 and that coefficient of variation, drawn from
+(seed, configuration, first session id).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class FakeOracle:
     knobs: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(STORY_KNOBS))
     defaults: Mapping[str, str] | None = None
     seed: int = 0
+    wave_spread: float = 0.0  # coefficient of variation of a wave's rate around the config's
     crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
     waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
     closed: bool = False
@@ -87,6 +93,10 @@ class FakeOracle:
             raise Crash("killed")
         self.waves.append((config, first_session_id, spec.sessions))
         rate = self.rate(spec.knobs)
+        if self.wave_spread:
+            shape = self.wave_spread**-2
+            draw = random.Random(f"{self.seed}:{config}:wave:{first_session_id}")
+            rate = min(1.0, rate * draw.gammavariate(shape, 1 / shape))
         outcomes = "".join(
             CORRUPTED if random.Random(f"{self.seed}:{config}:{sid}").random() < rate else CLEAN
             for sid in range(first_session_id, first_session_id + spec.sessions)
