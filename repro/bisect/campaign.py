@@ -153,6 +153,7 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
         "sessions": report.sessions,
         "wall_s": round(report.wall_s, 1),
         "method": report.method,
+        "dispersion": round(report.phi, 3),
         "notes": list(report.notes),
         "table": [
             {

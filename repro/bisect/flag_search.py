@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from repro.bisect.classify import KnobClass, lowered_p, reproduces
+from repro.bisect.classify import SAME_FRACTION, KnobClass, below_half_p, reproduces
+from repro.bisect.dispersion import dispersion
 from repro.bisect.evidence import Evidence
 from repro.bisect.trial import Question, SpentOnTrials, Trial, TrialRunner
 
@@ -24,6 +25,7 @@ class FlagReport(SpentOnTrials):
     method: str  # "knock-out" or "ddmin"
     trials: tuple[Trial, ...]
     notes: tuple[str, ...]
+    phi: float = 1.0  # run-to-run dispersion of waves, reported (dispersion.py)
 
 
 class FlagSearch:
@@ -68,11 +70,21 @@ class FlagSearch:
         question = settled or (lambda ev: self.reproduces(ev) is not None)
         return await self.runner.measure(self.good_label(subset), self.good_plus(subset), question)
 
+    @property
+    def phi(self) -> float:
+        """The run-to-run dispersion measured so far, over every trial of the campaign: shown
+        with the classes, not used by them (see classify.py)."""
+        return dispersion(t.evidence for t in self.runner.trials.values())
+
     def reproduces(
         self, evidence: Evidence, strict: bool = False, alpha: float | None = None
     ) -> bool | None:
         return reproduces(
-            evidence, self.reference, self.settings, alpha=alpha or self.alpha, strict=strict
+            evidence,
+            self.reference,
+            self.settings,
+            alpha=alpha or self.alpha,
+            strict=strict,
         )
 
     def report(
@@ -88,12 +100,13 @@ class FlagSearch:
         for knob in culprit:
             reverted = knockouts.get(knob)
             if classes[knob] is KnobClass.AMPLIFIER and reverted is not None:
-                p = lowered_p(reverted.evidence, self.reference)
+                p = below_half_p(reverted.evidence, self.reference)
                 extra.append(
                     f"{knob}={self.bad[knob]} amplifies: {self.reference.corrupted}/"
                     f"{self.reference.sessions} = {self.reference.rate().value:.1%} with it "
                     f"(bad and the knock-outs found irrelevant, pooled), {reverted.rate} "
-                    f"with {knob}={self.good[knob]} (Fisher p={p:.2g})."
+                    f"with {knob}={self.good[knob]} (below {SAME_FRACTION:.0%} of it: "
+                    f"p={p:.2g})."
                 )
         return FlagReport(
             bad=self.bad_trial,
@@ -107,4 +120,5 @@ class FlagSearch:
             method=method,
             trials=tuple(self.runner.trials.values()),
             notes=tuple(extra),
+            phi=self.phi,
         )

@@ -3,7 +3,7 @@ confirm that good plus the needed knobs (and amplifiers) reproduces bad's failur
 
 from __future__ import annotations
 
-from repro.bisect.classify import KnobClass, lowered_p
+from repro.bisect.classify import KnobClass, below_half_p
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
 from repro.bisect.removals import judge_removals
@@ -60,7 +60,7 @@ async def _sufficient(
     suspects += [k for k in search.differing if classes[k] is KnobClass.UNKNOWN]
     for knob in sorted(suspects, key=lambda k: search.knockouts[k].rate.value):
         trial = await search.confirm([*needed, knob], strict=False)
-        lifted = lowered_p(first.evidence, trial.evidence) < search.alpha
+        lifted = below_half_p(first.evidence, trial.evidence) < search.alpha
         if search.reproduces(trial.evidence) is True and lifted:
             classes[knob] = KnobClass.AMPLIFIER
             note = (

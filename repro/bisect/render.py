@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from repro.bisect.classify import lowered_p
+from repro.bisect.classify import SAME_FRACTION, below_half_p
 from repro.bisect.flags import FlagReport
 from repro.bisect.matrix import MatrixReport
 from repro.bisect.trial import Trial
@@ -60,7 +60,7 @@ def trial_table(trials: Sequence[Trial], title: str = "trials") -> Table:
 def classes_table(report: FlagReport) -> Table:
     table = folding_table(
         "knobs that differ", "knob", "bad → good", "class", "rate with it reverted",
-        "Fisher p (lower)",
+        f"p (below {SAME_FRACTION:.0%})",
     )  # fmt: skip
     for knob in report.differing:
         reverted = report.knockouts.get(knob)
@@ -69,7 +69,7 @@ def classes_table(report: FlagReport) -> Table:
             f"{report.bad.config[knob]} → {report.good.config[knob]}",
             report.classes[knob].value,
             f"{reverted.rate}" if reverted else "—",
-            f"{lowered_p(reverted.evidence, report.reference):.2g}" if reverted else "—",
+            f"{below_half_p(reverted.evidence, report.reference):.2g}" if reverted else "—",
         )
     return table
 
@@ -80,6 +80,14 @@ def render_flag_report(report: FlagReport, console: Console) -> None:
     console.print(f"bad: {report.bad.rate}   good: {report.good.rate}")
     console.print(
         f"reference for 'lower' (bad + knock-outs found irrelevant): {report.reference.rate()}",
+        soft_wrap=True,
+    )
+    console.print(
+        f"run-to-run dispersion: {report.phi:.2f}× the binomial's variance between waves of one "
+        "configuration (the p-values treat sessions as independent; the classes' margin "
+        "absorbs the difference)"
+        if report.phi > 1
+        else "run-to-run dispersion: none measured (waves spread as independent sessions do)",
         soft_wrap=True,
     )
     console.print(classes_table(report))

@@ -36,6 +36,7 @@ _HOMES = {
     "svg": "run_plots",
     "Rate": "stats",
     "fisher_less": "stats",
+    "ratio_below_p": "stats",
     "wilson": "stats",
     "FLUSH_EVERY_S": "store",
     "RunStore": "store",

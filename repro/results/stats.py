@@ -1,4 +1,5 @@
-"""Rates with honest uncertainty: Wilson intervals (closed form) and Fisher's exact test (scipy).
+"""Rates with honest uncertainty: Wilson intervals (closed form), Fisher's exact test (scipy)
+and a score test of a ratio of rates (statsmodels).
 
 The Wilson interval needs only the normal quantile (the standard library's NormalDist), so
 `repro run` never imports scipy, which was half of its start-up.
@@ -50,6 +51,18 @@ def fisher_less(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
 
     table = [[k_a, n_a - k_a], [k_b, n_b - k_b]]
     return float(fisher_exact(table, alternative="less").pvalue)
+
+
+def ratio_below_p(k_a: float, n_a: float, k_b: float, n_b: float, ratio: float) -> float:
+    """One-sided p-value that rate A is below `ratio` times rate B: the Farrington-Manning
+    score test, whose null is the ratio itself, so "at least halved" can be shown. Counts
+    may be fractional (effective counts, see repro/bisect/dispersion.py)."""
+    from statsmodels.stats.proportion import test_proportions_2indep
+
+    result = test_proportions_2indep(
+        k_a, n_a, k_b, n_b, value=ratio, method="score", compare="ratio", alternative="smaller"
+    )
+    return float(result.pvalue)
 
 
 def fisher_two_sided(k_a: int, n_a: int, k_b: int, n_b: int) -> float:

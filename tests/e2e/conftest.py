@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -24,7 +25,7 @@ SPILL = ["--set", "kv_pool_gb=3", "--set", "host_link_gbytes_per_s=12"]
 class _TrackedPopen(subprocess.Popen):  # type: ignore[type-arg]
     """A Popen that remembers itself, so a test that fails mid-run cannot leak its process."""
 
-    started: list[subprocess.Popen] = []  # type: ignore[type-arg]
+    started: ClassVar[list[subprocess.Popen]] = []  # type: ignore[type-arg]
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

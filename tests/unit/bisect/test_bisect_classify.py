@@ -66,16 +66,16 @@ def test_irrelevant_when_corrupting_and_shown_to_keep_the_rate():
     assert judge(evidence(spread(13, 80))) is KnobClass.IRRELEVANT
 
 
-def test_a_drop_neither_significant_nor_excluded_is_unsettled():
-    # 5/80 vs 14/80: Fisher p = 0.02 (not below 0.05/6), and 6% is not shown >= half of 17.5%.
+def test_a_drop_neither_shown_below_half_nor_above_is_unsettled():
+    # 5/80 vs 14/80: not shown below half (p = 0.26), and 6% is not shown >= half of 17.5%.
     assert judge(evidence(spread(5, 80))) is None
 
 
 def test_red_herrings_pool_into_the_reference_and_expose_the_amplifier():
-    # Against bad's single wave, 12/160 (7.5%) is not significantly lower than 14/80 (p=0.019)
-    amplifier = evidence(spread(6, 80), spread(6, 80))
+    # Against bad's single wave, 5/160 (3.1%) is not shown below half of 14/80 (p = 0.016)...
+    amplifier = evidence(spread(3, 80), spread(2, 80))
     assert judge(amplifier) is None
-    # ...but two red herrings at bad's rate make the reference three waves strong.
+    # ...but two red herrings at bad's rate make the reference three waves strong (p = 0.0075).
     herrings = (evidence(spread(14, 80)), evidence(spread(15, 80)))
     assert judge(amplifier, *herrings) is KnobClass.AMPLIFIER
     classes, pooled = classify_knockouts(
@@ -83,6 +83,21 @@ def test_red_herrings_pool_into_the_reference_and_expose_the_amplifier():
     )
     assert classes == {"x": "amplifier", "a": "irrelevant", "b": "irrelevant"}
     assert (pooled.corrupted, pooled.sessions) == (43, 240)  # bad + the two red herrings
+
+
+def test_lower_but_not_below_half_is_never_an_amplifier():
+    # The 80k campaign's false amplifier (docs/bisect.md, seed 0): custom_kernels reverted gave
+    # 18/160 against the pooled 51/240. Fisher's "lower" says p = 0.006, under 0.05/6, but
+    # 11.2% against 21.2% is not shown below half of it (p = 0.59): more sessions, not a class.
+    bad, herrings = evidence(spread(13, 80)), (evidence(spread(20, 80)), evidence(spread(18, 80)))
+    knockout = evidence(spread(9, 80), spread(9, 80))
+    assert judge(knockout, *herrings, reference=bad) is None
+    # Three waves at 11% do not show half the reference kept (27/240: Wilson low 7.8% < 10.6%);
+    # two at 11% and three at 16% do (57/400: 11.2%): a red herring.
+    more = evidence(spread(9, 80), spread(9, 80), spread(9, 80))
+    assert judge(more, *herrings, reference=bad) is None
+    settled = evidence(*[spread(9, 80)] * 2, *[spread(13, 80)] * 3)
+    assert judge(settled, *herrings, reference=bad) is KnobClass.IRRELEVANT
 
 
 def test_errored_sessions_are_not_counted():
@@ -96,9 +111,9 @@ def test_errored_sessions_are_not_counted():
         (spread(13, 80), False, True),  # same failure
         (spread(14, 80) * 3, True, True),  # and shown to be high (99% bound, 240 sessions)
         (spread(13, 80), True, None),  # one wave cannot show it at 99%
-        (spread(1, 80), False, False),  # significantly lower
+        (spread(1, 80), False, False),  # shown below half (p = 0.012)
         (CLEAN * 80, False, False),  # CLEAN
-        (spread(8, 80), False, True),  # not significantly lower (p = 0.13) is enough...
+        (spread(8, 80), False, True),  # not shown below half is enough...
         (spread(8, 80), True, None),  # ...unless it must be shown
     ],
 )

@@ -84,7 +84,7 @@ def test_unsettled_knock_out_gets_more_sessions_on_the_smaller_side(tmp_path):
 
     def rate(c):
         if c["a"] == "on" and c["b"] == "on":
-            return 0.17 if c["x"] == "on" else 0.06
+            return 0.17 if c["x"] == "on" else 0.03
         return 0.0
 
     on, off = dict(a="on", b="on", x="on"), dict(a="off", b="off", x="off")
@@ -223,7 +223,7 @@ def test_a_false_amplifier_is_dropped_when_good_reproduces_without_it(tmp_path):
         if c["amp"] == "off":
             return 0.04
         # Reverting f lowers the rate only while g is on: from bad it looks like an amplifier.
-        return 0.04 if (c["f"], c["g"]) == ("off", "on") else 0.2
+        return 0.02 if (c["f"], c["g"]) == ("off", "on") else 0.2
 
     bad, good = {k: "on" for k in knobs}, {k: "off" for k in knobs}
     report = bisect_flags(campaign(tmp_path, bad, good, seed=1), oracle=FakeOracle(rate, knobs))
