@@ -35,7 +35,6 @@ _HOMES = {
     "no_data": "run_plots",
     "svg": "run_plots",
     "Rate": "stats",
-    "fisher_less": "stats",
     "ratio_below_p": "stats",
     "wilson": "stats",
     "FLUSH_EVERY_S": "store",

@@ -45,14 +45,6 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> Rate:
     return Rate(k, n, max(0.0, center - half), min(1.0, center + half))
 
 
-def fisher_less(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
-    """One-sided Fisher exact p-value that rate A is lower than rate B."""
-    from scipy.stats import fisher_exact
-
-    table = [[k_a, n_a - k_a], [k_b, n_b - k_b]]
-    return float(fisher_exact(table, alternative="less").pvalue)
-
-
 def ratio_below_p(k_a: float, n_a: float, k_b: float, n_b: float, ratio: float) -> float:
     """One-sided p-value that rate A is below `ratio` times rate B: the Farrington-Manning
     score test, whose null is the ratio itself, so "at least halved" can be shown. Counts
