@@ -54,3 +54,15 @@ def test_each_command_is_listed_as_one_flowing_sentence():
     assert (
         "Find the whole conjunction of knobs that turns --good into --bad's corruption." in bisect
     )
+
+
+COMMANDS = [[c] for c in ("run", "gate", "preflight", "check", "report", "compare",
+            "proxy", "sweep", "profile", "bisect")] + [["bisect", "flags"], ["bisect", "matrix"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_no_help_text_is_cut_in_an_80_column_terminal(command: list[str]) -> None:
+    """Rich cuts a word longer than its column with '…'; in a CI log that hides the value."""
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
