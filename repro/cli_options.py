@@ -82,7 +82,11 @@ Thinking = Annotated[bool | None, _opt("--thinking/--no-thinking", "thinking")]
 AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
 Out = Annotated[
     Path | None,
-    typer.Option("--out", help="run folder (default: a new folder in runs/, named by its time and configuration)", rich_help_panel=RUN),
+    typer.Option(
+        "--out",
+        help="run folder (default: a new folder in runs/, named by its time and configuration)",
+        rich_help_panel=RUN,
+    ),
 ]
 
 Url = Annotated[str | None, _opt("--url", "url", ENGINE, show_default=False)]
