@@ -79,7 +79,7 @@ def render_flag_report(report: FlagReport, console: Console) -> None:
     console.print(f"[bold]culprit:[/] {culprit}   (by {report.method})")
     console.print(f"bad: {report.bad.rate}   good: {report.good.rate}")
     console.print(
-        f"reference for 'lower' (bad + knock-outs found irrelevant): {report.reference.rate()}",
+        f"reference for 'below half' (bad + knock-outs found irrelevant): {report.reference.rate()}",
         soft_wrap=True,
     )
     console.print(
