@@ -110,7 +110,8 @@ def test_hurry_kills_at_once(tmp_path: Path) -> None:
     started = time.monotonic()
     role.hurry()
     assert wait_exit(role, 10) == -9 and time.monotonic() - started < 5  # not the 30 s timeout
-    assert not alive(main) and not alive(daemon)
+    wait_stopped(role)  # the main process's exit is seen first; the daemon dies right after
+    assert not alive(main) and not alive(daemon) and time.monotonic() - started < 5
 
 
 def test_a_stop_that_races_the_engine_s_death_gets_the_short_grace(tmp_path: Path) -> None:
