@@ -14,6 +14,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -33,6 +34,7 @@ CULPRIT = {"topology": "pd", "hicache": "on", "index_k": "bf16"}
 CLASSES = {"topology": "amplifier", "hicache": "needed", "index_k": "needed"}
 CLASSES |= {k: "irrelevant" for k in ("topk_v2", "custom_kernels", "cuda_graph")}
 BRUTE_FORCE_SESSIONS = 2 ** len(STORY_KNOBS) * 80
+WAVE_S = 0.02  # with --parallel: a wave's duration, long beside the search's own work
 
 
 def main() -> None:
@@ -48,6 +50,10 @@ def main() -> None:
         "--herring-effect", type=float, default=1.0,
         help="custom_kernels=off multiplies the rate by this (the model's 5%% faster prefill)",
     )  # fmt: skip
+    parser.add_argument(
+        "--parallel", type=int, default=1,
+        help="trials at once; with it each wave takes 20 ms, and the wall is given in waves",
+    )  # fmt: skip
     args = parser.parse_args()
     bug = seed_bug(args.bad_rate, args.amplified_rate)
 
@@ -58,11 +64,20 @@ def main() -> None:
     culprits = classes = 0
     sessions, trials = [], []
     wrong: Counter[str] = Counter()
+    wall_waves: list[float] = []  # a campaign's wall, in wave durations (with --parallel)
+    waves: list[int] = []
     for seed in range(args.seeds):
         engine = FakeOracle(rate=rate, seed=seed, wave_spread=args.wave_spread)
+        engine.wave_seconds = WAVE_S if args.parallel > 1 else 0.0
         with tempfile.TemporaryDirectory() as out:
-            campaign = FlagCampaign(run=RunSpec(seed=seed), bad=BAD, good=GOOD, out_dir=Path(out))
+            campaign = FlagCampaign(
+                run=RunSpec(seed=seed), bad=BAD, good=GOOD, out_dir=Path(out),
+                parallel=args.parallel,
+            )  # fmt: skip
+            started = time.monotonic()
             doc = flag_report_json(bisect_flags(campaign, oracle=engine))
+            wall_waves.append((time.monotonic() - started) / WAVE_S)
+            waves.append(len(engine.waves))
         culprits += doc["culprit"] == CULPRIT
         classes += doc["classes"] == CLASSES
         wrong.update(f"{k} {c}" for k, c in doc["classes"].items() if CLASSES.get(k) != c)
@@ -79,6 +94,12 @@ def main() -> None:
         f"sessions mean {statistics.mean(sessions):.0f}, p95 {cuts[-1]:.0f}, max {max(sessions)};"
         f" trials max {max(trials)}, over 12 in {sum(t > 12 for t in trials)}"
     )
+    if args.parallel > 1:
+        print(
+            f"waves mean {statistics.mean(waves):.1f}; wall with {args.parallel} at once "
+            f"{statistics.mean(wall_waves):.1f} wave-times "
+            f"({statistics.mean(wall_waves) / statistics.mean(waves):.2f} of serial)"
+        )
     ratio = statistics.mean(sessions) / BRUTE_FORCE_SESSIONS
     print(f"vs brute force ({BRUTE_FORCE_SESSIONS} sessions): {ratio:.2f}x the sessions")
 

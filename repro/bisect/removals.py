@@ -28,8 +28,9 @@ async def judge_removals(
 ) -> Removals:
     """Measure each removal, then add sessions where a class is unsettled, up to the cap.
 
-    Unsettled evidence gets one more wave at a time on its smaller side, the removal or
-    the reference (as Pinpoint does, bisect.md §2.3), least-measured removal first.
+    Unsettled evidence gets more waves on its smaller side, the removal or the reference (as
+    Pinpoint does, bisect.md §2.3), a round at a time: one wave for each unsettled removal no
+    bigger than the pooled reference, all at once, else one for the reference.
     """
     # Bonferroni over the knobs. Repeated looks (one per added wave) inflate this a little;
     # a false amplifier is caught later, when good + the culprit without it still
@@ -56,14 +57,21 @@ async def judge_removals(
         if not unsettled or not (growable or reference_growable):
             classes = {k: c or KnobClass.UNKNOWN for k, c in found.items()}
             return Removals(reference, pooled, trials, classes)
-        smaller = growable and trials[growable[0]].sessions_run <= pooled.sessions_run
+        # One round: the next wave of every unsettled removal on the smaller side, measured
+        # together (K at a time); the reference when it is the smaller side of them all. The
+        # round's trials depend on the evidence only, never on K.
+        smaller = [k for k in growable if trials[k].sessions_run <= pooled.sessions_run]
         if smaller or not reference_growable:
-            knob = growable[0]
-            trials[knob] = await _one_more_wave(search, trials[knob], removals[knob][1])
+            grow = smaller or growable[:1]
+            asked = [_next_wave(trials[k], removals[k][1]) for k in grow]
+            grown = await measure_together(search.runner, asked)
+            trials |= dict(zip(grow, grown, strict=True))
         else:
-            reference = await _one_more_wave(search, reference, dict(reference.config))
+            (reference,) = await measure_together(
+                search.runner, [_next_wave(reference, dict(reference.config))]
+            )
 
 
-async def _one_more_wave(search: FlagSearch, trial: Trial, config: dict[str, str]) -> Trial:
+def _next_wave(trial: Trial, config: dict[str, str]) -> Request:
     wanted = trial.sessions_run + 1
-    return await search.runner.measure(trial.label, config, lambda ev: ev.sessions_run >= wanted)
+    return Request(trial.label, config, lambda ev: ev.sessions_run >= wanted)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
 from repro.bisect.evidence import CLEAN, CORRUPTED, Wave
 from repro.errors import UsageError
 from repro.knobs import describe
@@ -56,6 +58,7 @@ class FakeOracle:
     defaults: Mapping[str, str] | None = None
     seed: int = 0
     wave_spread: float = 0.0  # coefficient of variation of a wave's rate around the config's
+    wave_seconds: float = 0.0  # how long a wave takes on the event loop (waves can overlap)
     crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
     waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
     closed: bool = False
@@ -92,6 +95,8 @@ class FakeOracle:
             (wave_dir / "spec.json").write_text("{}")
             raise Crash("killed")
         self.waves.append((config, first_session_id, spec.sessions))
+        if self.wave_seconds:
+            await anyio.sleep(self.wave_seconds)
         rate = self.rate(spec.knobs)
         if self.wave_spread:
             shape = self.wave_spread**-2

@@ -15,6 +15,7 @@ from repro.bisect.campaign import flag_report_json as as_json
 from repro.bisect.parallel import Request, measure_together
 from repro.bisect.progress import render_state
 from repro.errors import UsageError
+from repro.knobs import describe
 from repro.spec import RunSpec
 
 
@@ -150,3 +151,44 @@ def test_parallel_refuses_a_fixed_port_and_does_not_change_the_campaign(tmp_path
     with pytest.raises(UsageError, match="leave --port out"):
         FlagCampaign.build(run=RunSpec(port=8000), bad=BAD, good=GOOD, parallel=2)
     assert flags(tmp_path, 1).digest() == flags(tmp_path, 3).digest()
+
+
+class TimedFake(SlowFake):
+    """SlowFake that remembers when each wave ran, on the event loop's clock."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.spans: list[tuple[str, int, float, float]] = []  # config, first id, start, end
+
+    async def run_wave(self, spec, wave_dir, first_session_id):
+        started = anyio.current_time()
+        wave = await super().run_wave(spec, wave_dir, first_session_id)
+        config = self.configs_run()[-1]
+        self.spans.append((config, first_session_id, started, anyio.current_time()))
+        return wave
+
+
+def test_extra_waves_of_unsettled_knock_outs_run_together(tmp_path):
+    """After the first pass, every unsettled knock-out gets its next wave in one round: with
+    K = 3 those waves overlap, and the serial search runs the very same waves."""
+
+    def rate(config):  # topology's drop and custom_kernels' small one both take more waves
+        if config["hicache"] != "on" or config["index_k"] != "bf16":
+            return 0.0
+        scale = 0.6 if config["custom_kernels"] == "off" else 1.0
+        return (0.19 if config["topology"] == "pd" else 0.03) * scale
+
+    fake = TimedFake(rate=rate, seed=2)
+    parallel = bisect_flags(flags(tmp_path / "parallel", 3, seed=2), oracle=fake)
+    serial = bisect_flags(flags(tmp_path / "serial", 1, seed=2), oracle=SlowFake(rate=rate, seed=2))
+    assert table(parallel) == table(serial)
+    corrupting = {  # knock-outs that showed corruption: their second wave is an extra one
+        describe(trial.config)
+        for knob, trial in parallel.knockouts.items()
+        if parallel.classes[knob] != "needed"
+    }
+    extra = [(s, e) for c, first, s, e in fake.spans if c in corrupting and first >= 80]
+    overlapping = [
+        (a, b) for i, a in enumerate(extra) for b in extra[i + 1 :] if a[0] < b[1] and b[0] < a[1]
+    ]
+    assert overlapping, fake.spans
