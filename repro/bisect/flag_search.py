@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from repro.bisect.classify import SAME_FRACTION, KnobClass, below_half_p, reproduces
 from repro.bisect.dispersion import dispersion
 from repro.bisect.evidence import Evidence
+from repro.bisect.parallel import Request
 from repro.bisect.trial import Question, SpentOnTrials, Trial, TrialRunner
 
 
@@ -52,6 +53,11 @@ class FlagSearch:
     async def confirm(self, subset: list[str], *, strict: bool) -> Trial:
         """good + subset, measured until it is settled whether it reproduces bad."""
         return await self.from_good(subset, lambda ev: self.reproduces(ev, strict) is not None)
+
+    def confirming(self, subset: Sequence[str], *, strict: bool) -> Request:
+        """What `confirm` measures, as a request that can run beside others."""
+        question: Question = lambda ev: self.reproduces(ev, strict) is not None  # noqa: E731
+        return Request(self.good_label(subset), self.good_plus(subset), question)
 
     def lower_note(self, trial: Trial) -> str:
         return (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from repro.bisect.classify import KnobClass, below_half_p
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
+from repro.bisect.parallel import measure_together
 from repro.bisect.removals import judge_removals
 from repro.bisect.sprt import Decision
 from repro.bisect.trial import Trial
@@ -45,10 +46,18 @@ async def _sufficient(
     looked for among the knobs classed irrelevant, lowest knock-out rate first.
     """
     first: Trial | None = None
-    if needed:
+    if needed and amplifiers:
+        # Both are measured whatever the first shows (it seldom suffices once a knock-out has
+        # shown an amplifier), so they run side by side under --parallel, and alike with K=1.
+        asked = [
+            search.confirming(needed, strict=True),
+            search.confirming(needed + amplifiers, strict=False),
+        ]
+        first, _ = await measure_together(search.runner, asked)
+    elif needed:
         first = await search.confirm(needed, strict=True)
-        if search.reproduces(first.evidence, strict=True) is True:
-            return needed, first, ()
+    if first is not None and search.reproduces(first.evidence, strict=True) is True:
+        return needed, first, ()
     if amplifiers:
         return await _with_amplifiers(search, needed, amplifiers, classes)
     if first is None:
