@@ -115,7 +115,8 @@ def flags(
     Knob options (--index-k, --knob) set what both endpoints share; --bad and --good override.
 
     Both endpoints are measured first; then each differing knob is reverted from bad and
-    classed needed, amplifier, irrelevant or unknown; the culprit is confirmed from good.
+    classed needed (reverting it cures), amplifier (shown to at least halve the rate), irrelevant
+    (shown to keep half of it) or unknown; the culprit is confirmed from good.
     """
     from repro.bisect.render import render_flag_report
     from repro.knobs import parse_assignments
