@@ -7,7 +7,7 @@ time, the waves and their mean duration, the CPU time of the campaign's processe
 Slurm, repro only), the load average around it and how busy the machine's cores were (all
 processes: on a shared 2-core machine the cores, not the search, may set the pace). Run:
 
-    python bench/bisect_parallel.py --parallel 3 [--launcher slurm] [--rounds 1]
+    python bench/bisect_parallel.py --parallel 3 [--launcher slurm] [--rounds 1] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -42,12 +42,16 @@ def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def waves(out: Path) -> list[float]:
-    """Each wave's duration, engine up to summary written (its folder's first and last file)."""
-    spans = []
-    for wave in (out / "bisect" / "trials").glob("*/wave-*"):
+def waves(out: Path) -> tuple[list[float], int]:
+    """Each finished wave's duration, engine up to summary written (its folder's first and
+    last file), and how many waves run ahead were cancelled as not needed."""
+    spans, unused = [], 0
+    for wave in (out / "bisect" / "trials").glob("*/wave-*/"):
+        if not (wave / "summary.json").exists():
+            unused += 1
+            continue
         spans.append((wave / "summary.json").stat().st_mtime - (wave / "spec.json").stat().st_mtime)
-    return spans
+    return spans, unused
 
 
 def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
@@ -62,9 +66,10 @@ def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout)
-    durations = waves(out)
+    durations, unused = waves(out)
     return {
         "waves": len(durations),
+        "unused": unused,
         "wave_s": sum(durations) / len(durations),
         "parallel": parallel,
         "culprit": report["culprit"],
@@ -85,22 +90,24 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=3)
     parser.add_argument("--launcher", choices=["local", "slurm"], default="local")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="keep each campaign's folder under this one")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, launcher {args.launcher}")
-    print("| round | trials at once | culprit | classes | trials | sessions | waves | mean wave s "
+    print("| round | trials at once | culprit | classes | trials | sessions | waves (cancelled) | mean wave s "
           "| wall s | campaign CPU s | load before/after | all cores busy |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for round_ in range(1, args.rounds + 1):
         rows = []
         for parallel in (1, args.parallel):
-            with tempfile.TemporaryDirectory() as out:
-                row = campaign(Path(out), args.launcher, parallel)
+            with tempfile.TemporaryDirectory() as scratch:
+                out = args.keep / f"round{round_}-k{parallel}" if args.keep else Path(scratch)
+                row = campaign(out, args.launcher, parallel)
             rows.append(row)
             culprit = " + ".join(f"{k}={v}" for k, v in row["culprit"].items())
             classes = ", ".join(f"{k} {v}" for k, v in row["classes"].items())
             print(
                 f"| {round_} | {parallel} | {culprit} | {classes} | {row['trials']} | "
-                f"{row['sessions']} | {row['waves']} | {row['wave_s']:.1f} | "
+                f"{row['sessions']} | {row['waves']} ({row['unused']}) | {row['wave_s']:.1f} | "
                 f"{row['wall_s']:.0f} | {row['cpu_s']:.0f} | "
                 f"{row['load_before']:.1f} / "
                 f"{row['load_after']:.1f} | {row['cores_busy']:.0%} |",

@@ -211,7 +211,8 @@ def _run(
             progress,
         )
         try:
-            return await body(runner)
+            async with runner.running_ahead():
+                return await body(runner)
         finally:
             # Shielded so a Ctrl-C still stops the engines the oracles kept running.
             with anyio.CancelScope(shield=True):

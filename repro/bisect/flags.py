@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
-from repro.bisect.knockout import by_knockout
+from repro.bisect.knockout import by_knockout, knockouts_of
 from repro.bisect.parallel import Request, measure_together
 from repro.bisect.sprt import Decision, expected_sessions
 from repro.bisect.trial import Trial, TrialRunner
@@ -47,6 +47,8 @@ async def search_flags(
         Request("bad", bad_config, check=brackets("bad", Decision.CORRUPTING)),
         Request("good", good_config, check=brackets("good", Decision.CLEAN)),
     ]
+    if len(differing) <= KNOCKOUT_MAX_KNOBS:  # what comes next unless the endpoints refuse
+        runner.expect(list(knockouts_of(bad_config, good_config, differing).values()))
     bad_trial, good_trial = await measure_together(runner, endpoints)
     search = FlagSearch(runner, bad_config, good_config, bad_trial, good_trial, differing)
     if len(differing) > KNOCKOUT_MAX_KNOBS:

@@ -130,7 +130,13 @@ class HarnessOracle:
         spec = fill_from_profile(spec, self.profile.run, self.profile.engine.oracle)
         endpoint = await self._engine_for(spec, wave_dir)
         wave_dir.mkdir(parents=True, exist_ok=True)
-        summary = await drive(spec, endpoint, wave_dir, first_session_id=first_session_id)  # type: ignore[arg-type]
+        try:
+            summary = await drive(spec, endpoint, wave_dir, first_session_id=first_session_id)  # type: ignore[arg-type]
+        except BaseException:
+            # Stopped mid-wave (a wave run ahead that its trial no longer needs, Ctrl-C): its
+            # sessions may still be in the engine, so the next wave gets a fresh one.
+            self._key = None
+            raise
         outcomes = session_outcomes(wave_dir, first_session_id, spec.sessions)
         if outcomes.count(ERRORED) == len(outcomes):
             raise EngineError(

@@ -3,6 +3,8 @@ confirm that good plus the needed knobs (and amplifiers) reproduces bad's failur
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from repro.bisect.classify import KnobClass, below_half_p
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
@@ -15,7 +17,7 @@ from repro.bisect.trial import Trial
 async def by_knockout(search: FlagSearch) -> FlagReport:
     """Class each knob by reverting it from bad, then confirm the needed ones on good; ddmin
     when they do not reproduce bad's failure."""
-    reverts = {k: (f"revert {k}", {**search.bad, k: search.good[k]}) for k in search.differing}
+    reverts = knockouts_of(search.bad, search.good, search.differing)
     judged = await judge_removals(search, search.bad_trial, reverts)
     search.bad_trial = judged.reference
     search.reference = judged.pooled
@@ -32,6 +34,13 @@ async def by_knockout(search: FlagSearch) -> FlagReport:
         "(an OR-type or non-monotone interaction); fell back to ddmin."
     )
     return await by_ddmin(search, (note,), knockouts=knockouts)
+
+
+def knockouts_of(
+    bad: Mapping[str, str], good: Mapping[str, str], differing: Sequence[str]
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """knob -> (label, bad with that knob reverted to good's value): the first pass."""
+    return {k: (f"revert {k}", {**bad, k: good[k]}) for k in differing}
 
 
 async def _sufficient(

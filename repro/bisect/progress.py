@@ -20,6 +20,8 @@ class CampaignState:
     sessions_spent: int
     elapsed_s: float
     parallel: int = 1  # deployments the campaign may run at once
+    busy: int = 0  # of those, lent out now (to trials, or to waves run ahead)
+    ahead: int = 0  # waves running ahead of need on otherwise idle deployments (ahead.py)
 
 
 class Progress(Protocol):
@@ -66,7 +68,8 @@ def _header(state: CampaignState) -> str:
         f"spent, {state.elapsed_s / 60:.1f} min"
     )
     if state.parallel > 1:
-        header += f"; {len(state.running)} of {state.parallel} deployments busy"
+        header += f"; {state.busy} of {state.parallel} deployments busy"
+        header += f" ({state.ahead} with a wave ahead)" if state.ahead else ""
         header += f", {state.waiting} trial(s) waiting" if state.waiting else ""
     return header
 

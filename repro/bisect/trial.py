@@ -7,16 +7,18 @@ the cache first and every wave is written back at once, so nothing decided is ru
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
 
+from repro.bisect.ahead import WaveJob, WavePlan, WavesAhead, aside
 from repro.bisect.cache import TrialCache, key_digest, trial_key
-from repro.bisect.evidence import Evidence
+from repro.bisect.evidence import Evidence, Wave
 from repro.bisect.oracle import Oracle
 from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import CampaignState, Progress
@@ -81,16 +83,6 @@ class SpentOnTrials:
         return sum(t.evidence.wall_s for t in self.trials)
 
 
-def _fresh(wave_dir: Path) -> Path:
-    """A wave folder left by an interrupted run is kept, renamed, for its logs; never reused."""
-    if wave_dir.exists():
-        n = 1
-        while (aside := wave_dir.with_name(f"{wave_dir.name}-interrupted-{n}")).exists():
-            n += 1
-        wave_dir.rename(aside)
-    return wave_dir
-
-
 class TrialRunner:
     """Measures configurations for one campaign; remembers every trial it touched, in order.
 
@@ -120,12 +112,34 @@ class TrialRunner:
         self.started_at_s = time.monotonic()
         self._locks: dict[str, anyio.Lock] = {}
         self._measuring: set[str] = set()  # trials asked for and not yet answered
-        self._running: dict[str, Trial] = {}  # of those, the ones with a wave in flight
+        self._running: dict[str, tuple[Trial, WaveJob | None]] = {}  # of those, waves in flight
+        # With --parallel: waves run ahead of need on idle deployments (set by `running_ahead`).
+        self.ahead: WavesAhead | None = None
 
     @property
     def parallel(self) -> int:
         """How many trials may run at once (one deployment each)."""
         return self.pool.size
+
+    @contextlib.asynccontextmanager
+    async def running_ahead(self) -> AsyncIterator[None]:
+        """While inside, idle deployments run waves ahead of need (ahead.py); K = 1 has none."""
+        if self.parallel == 1:
+            yield
+            return
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as group:
+            self.ahead = WavesAhead(self.pool, group, self.settings.max_sessions, self._show)
+            group.start_soon(self.ahead.run)
+            try:
+                yield
+            except (Exception, KeyboardInterrupt) as exc:  # raised as is, not in a group
+                failure = exc
+            finally:
+                self.ahead = None
+                group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     @property
     def sessions_spent(self) -> int:
@@ -139,10 +153,8 @@ class TrialRunner:
         self, label: str, requested: Mapping[str, str], settled: Question | None = None
     ) -> Trial:
         """Run waves on this configuration until `settled` (default: the SPRT decided) or the cap."""
-        config = self.oracle.resolve(requested)
-        spec = self.base.model_copy(update={"knobs": config})
-        key = trial_key(spec, config, self.oracle.identity())
-        digest = key_digest(key)
+        plan = self.plan(label, requested)
+        digest = plan.digest
         # One measurement of a configuration at a time. Taken without waiting when free, so
         # trials asked for together are recorded in the order asked (the report's order).
         lock = self._locks.setdefault(digest, anyio.Lock())
@@ -151,35 +163,83 @@ class TrialRunner:
         except anyio.WouldBlock:
             await lock.acquire()
         self._measuring.add(digest)
+        # Read after the lock: a measurement of the same configuration may just have ended.
+        evidence = self.cache.load(plan.key) or plan.evidence
         try:
-            evidence = self.cache.load(key) or Evidence(config)
             known = self.trials.get(digest)
             cached = known.cached_sessions if known else evidence.sessions_run
             question = settled or (lambda ev: ev.sprt(self.settings).decided)
+            config = plan.spec.knobs
             trial = self._record(label, config, evidence, cached, digest, known, question(evidence))
-            if trial.settled or self.at_cap(evidence):
-                return trial
-            async with self.pool.slot(digest) as oracle:  # one deployment for all its waves
+            async with _Deployment(self.pool, digest) as deployment:
                 while not trial.settled and not self.at_cap(evidence):
-                    self._running[digest] = trial
-                    self._show(started=trial.label)
-                    wave_dir = _fresh(
-                        self.trials_dir / digest / f"wave-{len(evidence.waves) + 1:03d}"
-                    )
-                    try:
-                        wave = await oracle.run_wave(spec, wave_dir, evidence.next_session_id)
-                    finally:
-                        self._running.pop(digest, None)
+                    plan = replace(plan, evidence=evidence)
+                    wave = await self._next_wave(plan, trial, deployment)
                     evidence = evidence.with_wave(wave)
-                    self.cache.save(key, evidence)
+                    self.cache.save(plan.key, evidence)
                     trial = self._record(
                         label, config, evidence, cached, digest, known, question(evidence)
                     )
             return trial
         finally:
+            if self.ahead is not None:
+                self.ahead.finished(digest, evidence)
             self._measuring.discard(digest)
             lock.release()
             self._show()
+
+    def plan(self, label: str, requested: Mapping[str, str]) -> WavePlan:
+        """What measuring `requested` runs: the resolved spec, its cache key, its evidence."""
+        config = self.oracle.resolve(requested)
+        spec = self.base.model_copy(update={"knobs": config})
+        key = trial_key(spec, config, self.oracle.identity())
+        digest = key_digest(key)
+        evidence = self.cache.load(key) or Evidence(config)
+        return WavePlan(label, spec, key, digest, self.trials_dir / digest, evidence)
+
+    def expect(self, labelled: Sequence[tuple[str, Mapping[str, str]]]) -> None:
+        """The search will ask for these next: with --parallel, their first waves may start
+        on deployments left idle meanwhile (ahead.py). Nothing changes with K = 1."""
+        if self.ahead is not None:
+            self.ahead.expect([self.plan(label, config) for label, config in labelled])
+
+    async def _next_wave(self, plan: WavePlan, trial: Trial, deployment: _Deployment) -> Wave:
+        """The trial's next wave: the one already run ahead, else run on its deployment."""
+        first = plan.evidence.next_session_id
+        if self.ahead is None:
+            oracle = await deployment.oracle()
+            wave_dir = plan.wave_dir(first)
+            aside(wave_dir, "interrupted")  # left by a killed run: kept, never reused
+            with self._in_flight(trial):
+                return await oracle.run_wave(plan.spec, wave_dir, first)
+        self.ahead.measuring(plan)
+        job = self.ahead.job(plan.digest, first)
+        if job is not None and job.ahead:
+            with self._in_flight(trial, job):
+                await job.done.wait()
+            if job.wave is None:  # failed on another deployment, or cancelled: run it here
+                self.ahead.take(plan.digest, first)
+                job = None
+        try:
+            if job is not None:
+                return await job.result()
+            job = self.ahead.start(plan, first, await deployment.oracle())
+            deployment.running = job
+            with self._in_flight(trial, job):
+                return await job.result()
+        finally:
+            if job is not None and job.done.is_set():  # if cancelled, `finished` stops it
+                self.ahead.take(plan.digest, first)
+
+    @contextlib.contextmanager
+    def _in_flight(self, trial: Trial, job: WaveJob | None = None) -> Iterator[None]:
+        """The progress view shows `trial` running while inside (and its `job` runs)."""
+        self._running[trial.digest] = (trial, job)
+        self._show(started=trial.label if job is None or not job.done.is_set() else None)
+        try:
+            yield
+        finally:
+            self._running.pop(trial.digest, None)
 
     def _record(
         self,
@@ -202,7 +262,8 @@ class TrialRunner:
         """Tell the progress view; `started` names the trial whose wave just started."""
         if self.progress is None:
             return
-        running = [self.trials[d] for d in self._running]
+        # A wave run ahead ends a moment before its trial wakes up to take it.
+        running = [t for t, job in self._running.values() if job is None or not job.done.is_set()]
         self.progress.update(
             CampaignState(
                 running=tuple((t.label, t.evidence.corrupted, t.sessions_run) for t in running),
@@ -216,5 +277,35 @@ class TrialRunner:
                 sessions_spent=self.sessions_spent,
                 elapsed_s=time.monotonic() - self.started_at_s,
                 parallel=self.parallel,
+                busy=self.pool.busy,
+                ahead=self.ahead.in_flight if self.ahead is not None else 0,
             )
         )
+
+
+class _Deployment:
+    """A trial's own deployment: borrowed from the pool when the trial first runs a wave
+    itself (not when every wave it needs was run ahead), kept for all its waves. On leaving,
+    a wave still running on it (the trial was cancelled) is stopped and waited for, so the
+    deployment goes back idle."""
+
+    def __init__(self, pool: OraclePool, key: str) -> None:
+        self.pool, self.key = pool, key
+        self.running: WaveJob | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._oracle: Oracle | None = None
+
+    async def oracle(self) -> Oracle:
+        if self._oracle is None:
+            self._oracle = await self._stack.enter_async_context(self.pool.slot(self.key))
+        return self._oracle
+
+    async def __aenter__(self) -> _Deployment:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.running is not None and not self.running.done.is_set():
+            self.running.scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self.running.done.wait()
+        await self._stack.aclose()

@@ -21,9 +21,13 @@ CLASSES = {"hicache": "needed", "index_k": "needed", "topk_v2": "irrelevant"}
 
 
 def most_waves_at_once(out: Path) -> int:
-    """The most waves in flight at one moment, from each wave folder's first and last write."""
+    """The most waves in flight at one moment, from each wave folder's first and last write
+    (waves that finished: one run ahead and cancelled as not needed has no summary)."""
     spans = []
-    for wave in (out / "bisect" / "trials").glob("*/wave-*"):
+    for wave in (out / "bisect" / "trials").glob("*/wave-*/"):
+        if not (wave / "summary.json").exists():
+            assert "-unused-" in wave.name, wave
+            continue
         spans.append(
             ((wave / "spec.json").stat().st_mtime, (wave / "summary.json").stat().st_mtime)
         )
@@ -50,12 +54,14 @@ def test_three_slurm_allocations_find_the_same(tmp_path: Path) -> None:
                    "--parallel", "3")  # fmt: skip
     check_report(result)
     assert most_waves_at_once(tmp_path) == 3
-    placements = [
-        json.loads(p.read_text()) for p in (tmp_path / "bisect").rglob("engine-logs/placement.json")
-    ]
+    files = list((tmp_path / "bisect").rglob("engine-logs/placement.json"))
+    placements = [json.loads(p.read_text()) for p in files]
     jobs = {p["job_id"] for p in placements}
     assert len(jobs) == 3, jobs  # one allocation per deployment slot, kept from trial to trial
-    assert len(placements) == 5  # five configurations, each deployed once
+    # Five configurations, each deployed once, or twice when a wave of it ran ahead on an
+    # idle slot (the engine logs sit in trials/<configuration>/wave-NNN/).
+    configurations = [f.parents[2].name for f in files]
+    assert len(set(configurations)) == 5 and len(files) <= 10, configurations
     for placement in placements:
         nodes = {role: where["node"] for role, where in placement["roles"].items()}
         # The CI campaign runs a single server (test_bisect.CI_STATS): its one role takes a

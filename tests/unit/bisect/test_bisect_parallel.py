@@ -1,5 +1,5 @@
-"""--parallel K against fakes whose waves take time: up to K trials in flight, each on one
-deployment for all its waves, and the same search, cache and report as with K = 1."""
+"""--parallel K against fakes whose waves take time: up to K trials in flight, and the same
+search, cache and report as with K = 1 (waves run ahead of need: test_bisect_ahead.py)."""
 
 from __future__ import annotations
 
@@ -86,20 +86,6 @@ def test_a_matrix_runs_its_cells_k_at_a_time_in_design_order(tmp_path):
     assert fake.most_in_flight == 4
     assert [c.levels for c in report.cells] == [c.levels for c in serial.cells]
     assert [c.trial.rate for c in report.cells] == [c.trial.rate for c in serial.cells]
-
-
-def test_each_trial_keeps_one_deployment_for_all_its_waves(tmp_path):
-    """K distinct oracles: a trial's waves all go to the one it started on, and a trial
-    measured again goes back to the deployment that still runs its configuration."""
-    slots = [SlowFake() for _ in range(2)]
-    report = bisect_flags(flags(tmp_path, 2), oracle=slots)
-    served: dict[str, set[int]] = {}
-    for index, slot in enumerate(slots):
-        for config, *_ in slot.waves:
-            served.setdefault(config, set()).add(index)
-    assert all(len(indices) == 1 for indices in served.values()), served
-    assert sum(len(s.waves) for s in slots) == sum(len(t.evidence.waves) for t in report.trials)
-    assert all(s.closed for s in slots)
 
 
 def test_progress_shows_every_trial_in_flight(tmp_path):
