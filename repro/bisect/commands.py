@@ -64,7 +64,8 @@ Parallel = Annotated[
         min=1,
         max=64,
         help="trials measured at once, each on its own deployment (its own allocation with "
-        "--launcher slurm); the search, the cache and the report are the same as with 1",
+        "--launcher slurm); an idle one runs a wave the search will likely ask for next; the "
+        "search, the cache and the report are the same as with 1",
     ),
 ]
 _SPRT = SprtSettings.model_fields

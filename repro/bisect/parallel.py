@@ -1,4 +1,5 @@
-"""Trials at once (`--parallel K`): K deployments, each trial on one of them for all its waves.
+"""Trials at once (`--parallel K`): K deployments, each trial on one of them for the waves
+it runs itself (idle ones run waves ahead of need: ahead.py).
 
 The search asks for independent trials together (the two endpoints; the knock-outs; a
 matrix's cells) and `measure_together` runs up to K of them at once, returning them in the
@@ -33,7 +34,7 @@ class Request:
 
 
 class OraclePool:
-    """K oracles, each keeping its own deployment; a trial borrows one for all its waves,
+    """K oracles, each keeping its own deployment; a trial borrows one for the waves it runs,
     preferably the one whose engine last ran the same configuration (no restart). A wave run
     ahead of need (ahead.py) borrows one only while it is idle and no trial waits for one."""
 

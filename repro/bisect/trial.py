@@ -87,7 +87,7 @@ class TrialRunner:
     """Measures configurations for one campaign; remembers every trial it touched, in order.
 
     Given an OraclePool of K oracles, up to K trials run at once (parallel.measure_together),
-    each on its own deployment for all its waves."""
+    each on its own deployment, and idle deployments run waves ahead of need (ahead.py)."""
 
     def __init__(
         self,
