@@ -59,6 +59,7 @@ class FakeOracle:
     seed: int = 0
     wave_spread: float = 0.0  # coefficient of variation of a wave's rate around the config's
     wave_seconds: float = 0.0  # how long a wave takes on the event loop (waves can overlap)
+    slow: tuple[Mapping[str, str], float] = ({}, 1.0)  # configs with these knobs take x longer
     crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
     waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
     closed: bool = False
@@ -96,7 +97,9 @@ class FakeOracle:
             raise Crash("killed")
         self.waves.append((config, first_session_id, spec.sessions))
         if self.wave_seconds:
-            await anyio.sleep(self.wave_seconds)
+            knobs, factor = self.slow
+            slow = knobs and all(spec.knobs.get(k) == v for k, v in knobs.items())
+            await anyio.sleep(self.wave_seconds * (factor if slow else 1.0))
         rate = self.rate(spec.knobs)
         if self.wave_spread:
             shape = self.wave_spread**-2
