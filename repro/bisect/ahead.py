@@ -165,12 +165,18 @@ class WavesAhead:
             first = plan.evidence.next_session_id
             if self.job(plan.digest, first) is None:
                 return plan, first
-        for plan in self.open.values():
+        # Of the trials being measured, the one with the fewest waves started beyond the one
+        # it waits for (the earliest asked first), as long as its cap allows one more.
+        allowed = []
+        for order, plan in enumerate(self.open.values()):
             first = self._frontier(plan)
-            cost = plan.evidence.sessions_run + (first - plan.evidence.next_session_id)
-            if cost + plan.spec.sessions <= self.max_sessions:
-                return plan, first
-        return None
+            started = first - plan.evidence.next_session_id
+            if plan.evidence.sessions_run + started + plan.spec.sessions <= self.max_sessions:
+                allowed.append((started, order, plan, first))
+        if not allowed:
+            return None
+        _, _, plan, first = min(allowed, key=lambda choice: choice[:2])
+        return plan, first
 
     def _frontier(self, plan: WavePlan) -> int:
         """The first wave of `plan` that nobody runs or ran yet."""
