@@ -44,10 +44,11 @@ def load() -> float:
 
 def waves(out: Path) -> tuple[list[float], int]:
     """Each finished wave's duration, engine up to summary written (its folder's first and
-    last file), and how many waves run ahead were cancelled as not needed."""
+    last file), and how many waves run ahead were cancelled as not needed (a finished wave
+    ahead that no trial took is counted with the finished ones)."""
     spans, unused = [], 0
     for wave in (out / "bisect" / "trials").glob("*/wave-*/"):
-        if not (wave / "summary.json").exists():
+        if "-unused-" in wave.name:  # renamed aside when cancelled, summary written or not
             unused += 1
             continue
         spans.append((wave / "summary.json").stat().st_mtime - (wave / "spec.json").stat().st_mtime)
