@@ -77,6 +77,14 @@ def aside(wave_dir: Path, why: str) -> None:
     wave_dir.rename(renamed)
 
 
+async def run_afresh(oracle: Oracle, plan: WavePlan, first_session_id: int) -> Wave:
+    """Run one wave of `plan` into its folder; a folder left there by a killed run is kept,
+    renamed, never reused."""
+    wave_dir = plan.wave_dir(first_session_id)
+    aside(wave_dir, "interrupted")
+    return await oracle.run_wave(plan.spec, wave_dir, first_session_id)
+
+
 class WavesAhead:
     """The waves of each trial that are in flight or done and not yet taken, by (trial
     digest, first session id), and the task that starts new ones on idle deployments."""
@@ -143,8 +151,10 @@ class WavesAhead:
                 job.scope.cancel()
         self.pool.poke()
 
-    def take(self, digest: str, first_session_id: int) -> None:
-        self.jobs.pop((digest, first_session_id), None)
+    def take(self, digest: str, first_session_id: int, job: WaveJob) -> None:
+        """Forget `job`, not a later job of the same wave started meanwhile."""
+        if self.jobs.get((digest, first_session_id)) is job:
+            del self.jobs[(digest, first_session_id)]
 
     async def run(self) -> None:
         """Forever (until the campaign's task group is cancelled): whenever a deployment is
@@ -179,8 +189,9 @@ class WavesAhead:
         return plan, first
 
     def _frontier(self, plan: WavePlan) -> int:
-        """The first wave of `plan` that nobody runs or ran yet."""
-        first = plan.evidence.next_session_id
+        """The first wave of `plan` after its next one that nobody runs or ran yet. The next
+        one itself is the trial's: it waits for it, or starts it on its own deployment."""
+        first = plan.evidence.next_session_id + plan.spec.sessions
         while self.job(plan.digest, first) is not None:
             first += plan.spec.sessions
         return first
@@ -193,18 +204,16 @@ class WavesAhead:
         oracle: Oracle,
         release: Callable[[], None],
     ) -> None:
-        wave_dir = plan.wave_dir(first_session_id)
         try:
             with job.scope:
-                aside(wave_dir, "interrupted")  # left by a killed run: kept, never reused
                 try:
-                    job.wave = await oracle.run_wave(plan.spec, wave_dir, first_session_id)
+                    job.wave = await run_afresh(oracle, plan, first_session_id)
                 except Exception as exc:  # raised to the trial when it takes this wave
                     job.error = exc
         finally:
             if job.ahead and job.wave is None and job.error is None:  # cancelled: not needed
-                aside(wave_dir, "unused")
-                self.jobs.pop((plan.digest, first_session_id), None)
+                aside(plan.wave_dir(first_session_id), "unused")
+                self.take(plan.digest, first_session_id, job)
             release()
             job.done.set()
             if job.ahead:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 
-from repro.bisect.ahead import WaveJob, WavePlan, WavesAhead, aside
+from repro.bisect.ahead import WaveJob, WavePlan, WavesAhead, run_afresh
 from repro.bisect.cache import TrialCache, key_digest, trial_key
 from repro.bisect.evidence import Evidence, Wave
 from repro.bisect.oracle import Oracle
@@ -204,32 +204,29 @@ class TrialRunner:
             self.ahead.expect([self.plan(label, config) for label, config in labelled])
 
     async def _next_wave(self, plan: WavePlan, trial: Trial, deployment: _Deployment) -> Wave:
-        """The trial's next wave: the one already run ahead, else run on its deployment."""
+        """The trial's next wave: the one run ahead on another deployment, when there is one
+        (waited for); else run here, on the trial's own."""
         first = plan.evidence.next_session_id
         if self.ahead is None:
             oracle = await deployment.oracle()
-            wave_dir = plan.wave_dir(first)
-            aside(wave_dir, "interrupted")  # left by a killed run: kept, never reused
             with self._in_flight(trial):
-                return await oracle.run_wave(plan.spec, wave_dir, first)
+                return await run_afresh(oracle, plan, first)
         self.ahead.measuring(plan)
-        job = self.ahead.job(plan.digest, first)
-        if job is not None and job.ahead:
+        # One that failed or was cancelled there is run here; none is started ahead meanwhile.
+        while (job := self.ahead.job(plan.digest, first)) is not None:
             with self._in_flight(trial, job):
                 await job.done.wait()
-            if job.wave is None:  # failed on another deployment, or cancelled: run it here
-                self.ahead.take(plan.digest, first)
-                job = None
+            self.ahead.take(plan.digest, first, job)
+            if job.wave is not None:
+                return job.wave
+        job = self.ahead.start(plan, first, await deployment.oracle())
+        deployment.running = job
         try:
-            if job is not None:
-                return await job.result()
-            job = self.ahead.start(plan, first, await deployment.oracle())
-            deployment.running = job
             with self._in_flight(trial, job):
                 return await job.result()
         finally:
-            if job is not None and job.done.is_set():  # if cancelled, `finished` stops it
-                self.ahead.take(plan.digest, first)
+            if job.done.is_set():  # if this trial is being cancelled, `finished` stops it
+                self.ahead.take(plan.digest, first, job)
 
     @contextlib.contextmanager
     def _in_flight(self, trial: Trial, job: WaveJob | None = None) -> Iterator[None]:
