@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from repro.spec import RunSpec
+
 BAD = "topology=pd,hicache=on,index_k=bf16,topk_v2=on,custom_kernels=on,cuda_graph=off"
 GOOD = "topology=single,hicache=off,index_k=fp8,topk_v2=off,custom_kernels=off,cuda_graph=on"
 # The README's campaign: the race needs contexts that outgrow the device pool (80k, the
@@ -29,6 +31,7 @@ GOOD = "topology=single,hicache=off,index_k=fp8,topk_v2=off,custom_kernels=off,c
 # a second bug of its own (docs/bisect.md); HiCache-off trials recompute every spilled
 # prefix, so the engine's clock runs at 0.1.
 CAMPAIGN = ["--set", "time_scale=0.1", "--knob", "drift_fix=on"]
+SESSIONS_PER_WAVE = RunSpec().sessions  # the campaign sets no --sessions
 
 
 def busy_jiffies() -> tuple[int, int]:
@@ -42,17 +45,21 @@ def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def waves(out: Path) -> tuple[list[float], int]:
-    """Each finished wave's duration, engine up to summary written (its folder's first and
-    last file), and how many waves run ahead were cancelled as not needed (a finished wave
-    ahead that no trial took is counted with the finished ones)."""
-    spans, unused = [], 0
-    for wave in (out / "bisect" / "trials").glob("*/wave-*/"):
-        if "-unused-" in wave.name:  # renamed aside when cancelled, summary written or not
-            unused += 1
-            continue
-        spans.append((wave / "summary.json").stat().st_mtime - (wave / "spec.json").stat().st_mtime)
-    return spans, unused
+def waves(out: Path, report: dict) -> dict[str, object]:
+    """Waves started (folders, less the empty ones a start aborted), taken by the search
+    (its trials' sessions in waves), and cancelled as not needed (renamed `-unused-`); the
+    mean duration of those that ran to the end (spec.json to summary.json)."""
+    folders = [w for w in (out / "bisect" / "trials").glob("*/wave-*/") if any(w.iterdir())]
+    finished = [w for w in folders if "-unused-" not in w.name and (w / "summary.json").exists()]
+    spans = [
+        (w / "summary.json").stat().st_mtime - (w / "spec.json").stat().st_mtime for w in finished
+    ]
+    return {
+        "started": len(folders),
+        "taken": sum(row["sessions_run"] for row in report["table"]) // SESSIONS_PER_WAVE,
+        "cancelled": sum("-unused-" in w.name for w in folders),
+        "wave_s": sum(spans) / len(spans),
+    }
 
 
 def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
@@ -67,11 +74,8 @@ def campaign(out: Path, launcher: str, parallel: int) -> dict[str, object]:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout)
-    durations, unused = waves(out)
     return {
-        "waves": len(durations),
-        "unused": unused,
-        "wave_s": sum(durations) / len(durations),
+        **waves(out, report),
         "parallel": parallel,
         "culprit": report["culprit"],
         "classes": report["classes"],
@@ -94,7 +98,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep each campaign's folder under this one")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, launcher {args.launcher}")
-    print("| round | trials at once | culprit | classes | trials | sessions | waves (cancelled) | mean wave s "
+    print("| round | trials at once | culprit | classes | trials | sessions | waves started / taken / cancelled | mean wave s "
           "| wall s | campaign CPU s | load before/after | all cores busy |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for round_ in range(1, args.rounds + 1):
@@ -108,7 +112,8 @@ def main() -> None:
             classes = ", ".join(f"{k} {v}" for k, v in row["classes"].items())
             print(
                 f"| {round_} | {parallel} | {culprit} | {classes} | {row['trials']} | "
-                f"{row['sessions']} | {row['waves']} ({row['unused']}) | {row['wave_s']:.1f} | "
+                f"{row['sessions']} | {row['started']} / {row['taken']} / {row['cancelled']} | "
+                f"{row['wave_s']:.1f} | "
                 f"{row['wall_s']:.0f} | {row['cpu_s']:.0f} | "
                 f"{row['load_before']:.1f} / "
                 f"{row['load_after']:.1f} | {row['cores_busy']:.0%} |",
