@@ -11,14 +11,17 @@ at 80 sessions (5,120 sessions). Run:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from repro.bisect.campaign import FlagCampaign, bisect_flags, flag_report_json
+from repro.bisect.trial import TrialRunner
 from repro.spec import RunSpec
 
 # The engine stand-in is the unit tests' own (tests/unit/bisect/fake_oracle.py): one table of
@@ -35,6 +38,11 @@ CLASSES = {"topology": "amplifier", "hicache": "needed", "index_k": "needed"}
 CLASSES |= {k: "irrelevant" for k in ("topk_v2", "custom_kernels", "cuda_graph")}
 BRUTE_FORCE_SESSIONS = 2 ** len(STORY_KNOBS) * 80
 WAVE_S = 0.02  # with --parallel: a wave's duration, long beside the search's own work
+
+
+@contextlib.asynccontextmanager
+async def _nothing_ahead(self: TrialRunner) -> AsyncIterator[None]:
+    yield
 
 
 def main() -> None:
@@ -56,6 +64,11 @@ def main() -> None:
         "load-induced engine at 80k it recomputes every spilled prefix: 4-6x)",
     )  # fmt: skip
     parser.add_argument(
+        "--without-waves-ahead", action="store_true",
+        help="with --parallel: idle deployments run nothing ahead of need (the search before "
+        "repro/bisect/ahead.py), for a before/after in one command",
+    )  # fmt: skip
+    parser.add_argument(
         "--parallel", type=int, default=1,
         help="trials at once; with it each wave takes 20 ms, and the wall is given in waves",
     )  # fmt: skip
@@ -72,11 +85,12 @@ def main() -> None:
     wall_waves: list[float] = []  # a campaign's wall, in wave durations (with --parallel)
     serial_waves: list[float] = []  # the same campaign's waves one after another, in durations
     cancelled: list[int] = []  # waves run ahead and not used
+    if args.without_waves_ahead:
+        TrialRunner.running_ahead = _nothing_ahead  # type: ignore[method-assign]
     if args.parallel > 1:  # the first campaign of a process pays for imports: not measured
-        warm = FlagCampaign(
-            run=RunSpec(seed=10**6), bad=BAD, good=GOOD, out_dir=Path(tempfile.mkdtemp())
-        )
-        bisect_flags(warm, oracle=FakeOracle(rate=rate))
+        with tempfile.TemporaryDirectory() as out:
+            warm = FlagCampaign(run=RunSpec(seed=10**6), bad=BAD, good=GOOD, out_dir=Path(out))
+            bisect_flags(warm, oracle=FakeOracle(rate=rate))
     for seed in range(args.seeds):
         engine = FakeOracle(rate=rate, seed=seed, wave_spread=args.wave_spread)
         if args.parallel > 1:
