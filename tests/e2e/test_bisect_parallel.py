@@ -58,10 +58,12 @@ def test_three_slurm_allocations_find_the_same(tmp_path: Path) -> None:
     placements = [json.loads(p.read_text()) for p in files]
     jobs = {p["job_id"] for p in placements}
     assert len(jobs) == 3, jobs  # one allocation per deployment slot, kept from trial to trial
-    # Five configurations, each deployed once, or twice when a wave of it ran ahead on an
-    # idle slot (the engine logs sit in trials/<configuration>/wave-NNN/).
+    # Five configurations; an engine starts only for a wave (its logs sit in that wave's
+    # folder, trials/<configuration>/wave-NNN/): again on another slot when a wave of it
+    # runs ahead there, even one cancelled as not needed.
     configurations = [f.parents[2].name for f in files]
-    assert len(set(configurations)) == 5 and len(files) <= 10, configurations
+    waves = list((tmp_path / "bisect" / "trials").glob("*/wave-*/"))
+    assert len(set(configurations)) == 5 and len(files) <= len(waves), configurations
     for placement in placements:
         nodes = {role: where["node"] for role, where in placement["roles"].items()}
         # The CI campaign runs a single server (test_bisect.CI_STATS): its one role takes a
