@@ -26,6 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.common import BENCH_DIR, REPO, autogroup_nice, control, record_section, stream_server
 
+from repro.harness.loop_probe import PROBE_EVERY_S
+
 HOLD_LAG_MS = 50.0  # issue 14's bound for the lag p99
 
 
@@ -106,7 +108,8 @@ def report(rows: list[dict], command: str, load_before: float, minutes: float, a
         ]) + " |")  # fmt: skip
     return "\n".join([
         f"`{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, `repro run --url` "
-        f"(sessions, checking, run folder) in-process with a 10 ms lag probe; each session one "
+        f"(sessions, checking, run folder) in-process, its lag probe every "
+        f"{PROBE_EVERY_S * 1000:.0f} ms and the bench's every 10 ms; each session one "
         f"turn streaming {args.seconds:g} s of tokens, sessions started over {args.ramp_up:g} s; "
         f"{minutes:.0f} min; load average {load_before:.2f} at the start"
         + ("; this session's CPU share raised (--boost)." if args.boost else "."),

@@ -15,6 +15,7 @@ from rich.table import Table
 from repro.harness.loadgen import LiveCounts
 from repro.harness.replay import ReplayCounts, describe_counts
 
+LIVE_EVERY_S = 0.25
 PLAIN_EVERY_S = 10.0
 
 
@@ -32,8 +33,10 @@ class Progress(AbstractContextManager["Progress"]):
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
         if self.console.is_terminal:
+            # Refreshed by watch() alone: Live's own refresh thread would wake the process
+            # as often again, and every wake-up costs the client CPU (harness.loop_probe).
             self._live = Live(
-                self._render(), console=self.console, refresh_per_second=4, transient=True
+                self._render(), console=self.console, auto_refresh=False, transient=True
             )
             self._live.__enter__()
         return self
@@ -54,14 +57,13 @@ class Progress(AbstractContextManager["Progress"]):
 
     async def watch(self, counts: LiveCounts) -> None:
         self.counts = counts
-        last_plain = 0.0
         while True:
             if self._live is not None:
-                self._live.update(self._render())
-            elif time.monotonic() - last_plain >= PLAIN_EVERY_S:
-                last_plain = time.monotonic()
+                self._live.update(self._render(), refresh=True)
+                await anyio.sleep(LIVE_EVERY_S)
+            else:
                 self.console.print(self._line())
-            await anyio.sleep(0.25)
+                await anyio.sleep(PLAIN_EVERY_S)
 
     def _elapsed_s(self) -> float:
         return time.monotonic() - self._started
