@@ -198,9 +198,15 @@ def _run(
     body: Callable[[TrialRunner], Awaitable[Report]],
     progress: Progress | None,
 ) -> Report:
+    """The campaign in an event loop. Ctrl-C, SIGTERM and SIGHUP are answered at once (a line
+    on stderr); the first stops the waves and the engines, a second kills the engines, and
+    the command then ends as interrupted (KeyboardInterrupt: the caller says how to resume)."""
     import anyio
 
-    async def main() -> Report:
+    from repro.harness.stopping import Stopping, listen_for_stops
+
+    async def campaign_body(stopping: Stopping) -> list[Report]:
+        """[the report], or [] when a stop signal cancelled the campaign."""
         engines = OraclePool(oracles)
         runner = TrialRunner(
             engines,
@@ -211,14 +217,53 @@ def _run(
             progress,
         )
         try:
-            async with runner.running_ahead():
-                return await body(runner)
+            with stopping.work:
+                async with runner.running_ahead():
+                    report = await body(runner)
+                stopping.load_done = True
+                return [report]
+            return []
         finally:
             # Shielded so a Ctrl-C still stops the engines the oracles kept running.
             with anyio.CancelScope(shield=True):
                 await engines.aclose()
 
+    async def main() -> Report:
+        stopping = Stopping(
+            anyio.CancelScope(),
+            None,
+            stopping_what="the waves and their engines",
+            complete="the campaign is complete; stopping its engines (again to kill them at once)",
+            killing="killing the engines now",
+            say=_say,
+        )
+        reports: list[Report] = []
+        failure: Exception | None = None
+        async with anyio.create_task_group() as signals:
+            await signals.start(listen_for_stops, stopping)
+            try:
+                reports = await campaign_body(stopping)
+            except Exception as exc:  # raised below, as is: not wrapped in a group
+                failure = exc
+            finally:
+                signals.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if not reports:  # a stop signal cancelled the campaign
+            raise KeyboardInterrupt
+        return reports[0]
+
     return anyio.run(main)
+
+
+def _say(text: str) -> None:
+    import time
+
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[dim]{time.strftime('%H:%M:%S')}[/] {text}"
+    )
 
 
 def _oracles(campaign: _Campaign, oracle: Oracle | Sequence[Oracle] | None) -> list[Oracle]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -19,12 +20,18 @@ from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal
 @dataclass
 class Stopping:
     """What a stop signal does, by phase: it interrupts the start-up or the load; once the
-    load is done it leaves the run complete and only the teardown is hurried."""
+    load is done it leaves the run complete and only the teardown is hurried.
+
+    The words are a run's; a bisect campaign (bisect.campaign) names its waves and engines."""
 
     work: anyio.CancelScope
     progress: Progress | None
     load_done: bool = False
     signals: list[float] = field(default_factory=list)
+    stopping_what: str = "the load and the engine"
+    complete: str = "the run is complete; stopping the engine (again to kill it at once)"
+    killing: str = "killing the engine now"
+    say: Callable[[str], None] | None = None  # where the words go when there is no Progress
 
     def on_signal(self) -> None:
         now = time.monotonic()
@@ -33,18 +40,20 @@ class Stopping:
         self.signals.append(now)
         if len(self.signals) == 1:
             if self.load_done:
-                self._say("the run is complete; stopping the engine (again to kill it at once)")
+                self._say(self.complete)
             else:
-                self._say("interrupted: stopping the load and the engine (again to stop at once)")
+                self._say(f"interrupted: stopping {self.stopping_what} (again to stop at once)")
                 self.work.cancel()
         elif len(self.signals) == 2:
-            self._say("killing the engine now")
+            self._say(self.killing)
             hurry_all()
         else:  # something does not let go: the supervisors clean up once we are gone
             os._exit(EXIT_INTERRUPTED)
 
     def _say(self, text: str) -> None:
-        if self.progress is not None:
+        if self.say is not None:
+            self.say(text)
+        elif self.progress is not None:
             self.progress.status(text)
 
 

@@ -103,6 +103,36 @@ def test_killed_after_the_third_trial_resumes_without_repeating_one(tmp_path):
     assert report["trials"] == 5 and report["sessions"] < 1000
 
 
+def test_a_stop_signal_is_answered_at_once_and_leaves_no_engine(tmp_path):
+    """SIGTERM (a CI job cancelled) while two deployments run waves: a line at once, exit 130
+    with the resume hint, every engine gone; a second signal would kill them without waiting."""
+    bad, good = "hicache=on,index_k=bf16,topk_v2=on", "hicache=off,index_k=fp8,topk_v2=off"
+    command = [sys.executable, "-m", "repro", "bisect", "flags", "--bad", bad, "--good", good,
+               *FAST, *CI_STATS, "--parallel", "2", "--out", str(tmp_path)]  # fmt: skip
+    waves = tmp_path / "bisect" / "trials"
+    campaign = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(waves.glob("*/wave-*/turns*"))) < 2:
+            time.sleep(0.2)  # both endpoints' waves are under way
+        assert campaign.poll() is None, "the campaign ended before its waves ran"
+        sent_s = time.monotonic()
+        campaign.send_signal(signal.SIGTERM)
+        _, stderr = campaign.communicate(timeout=60)
+        took_s = time.monotonic() - sent_s
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    assert campaign.returncode == 130, stderr
+    assert "interrupted: stopping the waves and their engines" in stderr, stderr
+    assert "run the same command again to resume" in " ".join(stderr.split()), stderr
+    assert "Traceback" not in stderr
+    assert took_s < 30, took_s  # the embedded engine stops in a second or two
+    assert engines_alive(tmp_path, wait_s=5) == []
+
+
 CUSTOM_KNOBS = """
 [knobs.host_tier]
 values = ["off", "on"]
