@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 FULL = ["--oracle", "divergence", "--replay-sample", "all", "--reference-engines", "8"]
@@ -86,23 +87,29 @@ def row(r: dict) -> str:
             f"{found} | {replay} | {load:.0f} s | {r.get('max_prompt_tokens', 'n/a')} | {r['load_1m']:.1f} |")  # fmt: skip
 
 
-def main() -> None:
+def run_rows(runs: dict[str, list[str]], default_out: Path) -> Iterator[tuple[str, dict]]:
+    """Parse --only/--out, print the table's head, run each chosen command and print its row;
+    yields (name, result) after each, for what a caller prints below the table."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", default=None)
-    parser.add_argument(
-        "--out", type=Path, default=Path("/tmp/repro-divergence") / time.strftime("%H%M%S")
-    )
+    parser.add_argument("--out", type=Path, default=default_out / time.strftime("%H%M%S"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print("| command | exit | sessions corrupted [95% CI] | turns corrupted | verdicts (or defects) "
           "| replay | load wall | max prompt | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, run_args in RUNS.items():
+    for name, run_args in runs.items():
         if args.only and name not in args.only:
             continue
         result = run(name, run_args, args.out)
         (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
         print(row(result), flush=True)
+        yield name, result
+
+
+def main() -> None:
+    for _ in run_rows(RUNS, Path("/tmp/repro-divergence")):
+        pass
 
 
 if __name__ == "__main__":

@@ -10,15 +10,12 @@ load average beside it. Then every `numerical` divergence, with its margins.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from divergence_oracle import row, run
+from divergence_oracle import run_rows
 
 VLLM = ["run", "--backend", "vllm", "--replay-sample", "all"]
 RUNS: dict[str, list[str]] = {
@@ -39,23 +36,8 @@ def numerical_lines(name: str, result: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", nargs="*", default=None)
-    parser.add_argument(
-        "--out", type=Path, default=Path("/tmp/repro-vllm-divergence") / time.strftime("%H%M%S")
-    )
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    print("| command | exit | sessions corrupted [95% CI] | turns corrupted | verdicts "
-          "| replay | load wall | max prompt | load |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
     numerical: list[str] = []
-    for name, run_args in RUNS.items():
-        if args.only and name not in args.only:
-            continue
-        result = run(name, run_args, args.out)
-        (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
-        print(row(result), flush=True)
+    for name, result in run_rows(RUNS, Path("/tmp/repro-vllm-divergence")):
         numerical += numerical_lines(name, result)
     print("\nNumerical divergences (near-ties, not counted): the reference's logprob of the "
           "loaded token below its own choice (gap), and its top-2 margin there.\n")  # fmt: skip
