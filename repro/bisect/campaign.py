@@ -203,7 +203,7 @@ def _run(
     the command then ends as interrupted (KeyboardInterrupt: the caller says how to resume)."""
     import anyio
 
-    from repro.harness.stopping import Stopping, listen_for_stops
+    from repro.harness import Stopping, listen_for_stops
 
     async def campaign_body(stopping: Stopping) -> list[Report]:
         """[the report], or [] when a stop signal cancelled the campaign."""

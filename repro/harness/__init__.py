@@ -38,6 +38,8 @@ _HOMES = {
     "ERROR_OUTCOMES": "turn",
     "TurnOutcome": "turn",
     "TurnRecord": "turn",
+    "Stopping": "stopping",
+    "listen_for_stops": "stopping",
     "RUN_DEFAULT_FIELDS": "run_defaults",
     "fill_from_profile": "run_defaults",
     "run": "whole_run",
