@@ -19,9 +19,9 @@ import anyio
 from repro.harness.client import RunClock
 from repro.harness.gap_stats import GapStats, percentiles_of
 
-# Each probe that finds the loop asleep wakes the process, and a wake-up costs about 140 µs of
-# CPU here (kernel and loop, measured with a bare call_later loop): every 10 ms that was 1.4%
-# of a core, as much as a third of what 64 paced streams cost. A lag sample every 50 ms still
+# Each probe that finds the loop asleep wakes the process, and a wake-up costs 120-140 µs of
+# CPU on the 2-core dev VM (kernel and loop; bench/loop_wakeup_cost.py): every 10 ms that was
+# 1.2-1.4% of a core spent on measuring. A lag sample every 50 ms still
 # estimates the share of time the loop is late without bias, 100 samples per window.
 PROBE_EVERY_S = 0.05
 WINDOW_S = 5.0
