@@ -42,6 +42,8 @@ RUNS: dict[str, list[str]] = {
     "near-tie-gate-parser": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *PARSER, *FULL],
     "auto-story": ["run", *STORY, "--oracle", "divergence"],
     "validity-drift": ["run", *STORY, *OFF],
+    "both-story-parser": ["run", *STORY, *PARSER, "--oracle", "both", *FULL[2:]],
+    "validity-fp8-parser": ["run", "--sessions", "80", "--index-k", "fp8", *PARSER],
     "near-tie-story-gate": ["gate", *STORY, "--knob", "near_tie_flip=on", *FULL],
 }  # fmt: skip
 

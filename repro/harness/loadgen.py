@@ -315,7 +315,8 @@ class LoadGenerator:
         )
         verdict = self.judge(output, self.tools)
         calls = verdict.calls or output.tool_calls
-        return verdict, [*verdict.defects, *session.semantic_defects(calls)]
+        semantic = session.semantic_defects(calls, output.content)
+        return verdict, [*verdict.defects, *semantic]
 
     def _calls(
         self, session_id: int, turn: int, progress: StreamProgress, verdict: Verdict

@@ -61,8 +61,9 @@ class Session(Protocol):
         """The user message an agent framework sends when a reply had no usable call."""
         ...
 
-    def semantic_defects(self, calls: Sequence[ToolCall]) -> list[Defect]:
-        """Calls that name paths, symbols or lines this session was never shown."""
+    def semantic_defects(self, calls: Sequence[ToolCall], answer: str = "") -> list[Defect]:
+        """Calls that name paths, symbols or lines this session was never shown; without
+        calls, an `answer` (the turn's free text) that names tests or paths never shown."""
         ...
 
     def finished(self, prompt_tokens: int) -> bool:

@@ -71,8 +71,8 @@ class CodingSession:
     def retry_notice(self) -> dict:
         return {"role": "user", "content": texts.RETRY_NOTICE}
 
-    def semantic_defects(self, calls: Sequence[ToolCall]) -> list[Defect]:
-        return self.shown.defects(calls)
+    def semantic_defects(self, calls: Sequence[ToolCall], answer: str = "") -> list[Defect]:
+        return self.shown.defects(calls) if calls else self.shown.answer_defects(answer)
 
     def finished(self, prompt_tokens: int) -> bool:
         """A guard: stop when the next turn would pass the ceiling."""

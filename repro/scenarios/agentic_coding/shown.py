@@ -1,13 +1,20 @@
-"""What one session has been shown, and the semantic oracle that judges calls against it."""
+"""What one session has been shown, and the semantic oracle that judges its turns against it."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from repro.checkers.verdict import Defect, ToolCall
 from repro.scenarios.agentic_coding.world import CodeLine
+
+# What a free-text answer can name that the oracle can check: a test id (`file.py::name`)
+# and a file path with at least one directory (a bare `x.py` may be prose). Directory names
+# hold no dot, so a sentence's last word does not join the path after it ("passes.tests/").
+_TEST_ID = re.compile(r"(?:[\w-]+/)*[\w.-]+\.py::\w+")
+_PATH = re.compile(r"(?:[\w-]+/)+[\w.-]+\.py\b")
 
 
 class Shown:
@@ -46,6 +53,32 @@ class Shown:
             problem = self._problem(call.name, args)
             if problem:
                 found.append(Defect("semantic", 0, f"{call.name}: {problem}", f"tool_calls[{i}]"))
+        return found
+
+    def answer_defects(self, answer: str) -> list[Defect]:
+        """A `semantic` defect for each test id or file path in a free-text answer (a turn
+        without calls) that this session was never shown: text another request wrote."""
+        found = []
+        for match in _TEST_ID.finditer(answer):
+            if match.group() not in self.tests:
+                found.append(
+                    Defect(
+                        "semantic",
+                        match.start(),
+                        f"the answer names test '{match.group()}', never shown to this session",
+                    )
+                )
+        test_files = {test.partition("::")[0] for test in self.tests}
+        for match in _PATH.finditer(_TEST_ID.sub(lambda m: " " * len(m.group()), answer)):
+            path = match.group()
+            if path not in self.paths and path not in test_files:
+                found.append(
+                    Defect(
+                        "semantic",
+                        match.start(),
+                        f"the answer names path '{path}', never shown to this session",
+                    )
+                )
         return found
 
     def _problem(self, name: str, args: dict) -> str | None:

@@ -34,7 +34,7 @@ def converse(
         prompt = tokens(messages)
         plan = script(messages, TOOLS)
         calls = [ToolCall(c.name, json.dumps(c.arguments)) for c in plan.calls]
-        defects.append(session.semantic_defects(calls))
+        defects.append(session.semantic_defects(calls, plan.content))
         ids = [f"c{turn}_{i}" for i in range(len(calls))]
         messages.append({"role": "assistant", "content": plan.content, "reasoning_content": plan.reasoning,
                          "tool_calls": [{"id": i, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -94,6 +94,26 @@ def test_oracle_flags_paths_symbols_and_tests_never_shown() -> None:
     assert [d.field for d in defects] == ["tool_calls[0]", "tool_calls[1]", "tool_calls[2]"]
     assert all(d.kind == "semantic" for d in defects)
     assert foreign in defects[0].message
+
+
+def test_a_final_answer_naming_another_sessions_test_or_path_is_semantic() -> None:
+    messages, defects = converse(0)
+    answer = messages[-1]["content"]
+    assert "::" in answer and defects[-1] == []  # the clean answer names its own test
+    session = SCENARIO.session(0, 0, 80_000)
+    session.opening()
+    other = SCENARIO.session(1, 0, 80_000).world
+    spliced = answer.replace(" passes.", f" passes.{other.failing_test} passes.")
+    (defect,) = session.semantic_defects([], spliced)
+    assert defect.kind == "semantic" and other.failing_test in defect.message
+    assert defect.field == "content" and spliced[defect.offset :].startswith(other.failing_test)
+    (defect,) = session.semantic_defects([], f"I read {other.paths[0]} and it is fine.")
+    assert f"path '{other.paths[0]}'" in defect.message
+    own = session.world
+    assert session.semantic_defects([], f"{own.failing_test} and {own.paths[0]}: fine.") == []
+    # Calls are judged as calls; their turn's text is not read as an answer.
+    assert session.semantic_defects([ToolCall("read_file", json.dumps({"path": own.paths[0]}))],
+                                    spliced) == []  # fmt: skip
 
 
 def test_oracle_flags_old_text_seen_in_another_file() -> None:
