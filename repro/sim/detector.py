@@ -1,13 +1,24 @@
-"""A lenient, SGLang-like DSML tool-call detector, streaming and one-shot.
+"""An SGLang-like DSML tool-call detector, streaming and one-shot.
 
-It behaves like SGLang's `deepseekv32` detector (research/dsml.md §2.2; read from the
-installed 0.5.23 source, code written here): regexes tolerate any whitespace, the
-`string` attribute may hold anything (non-"true" values are tried as JSON), a JSON
-object body is accepted, a bare invoke without the block wrapper is accepted, unknown
-function names are dropped, an invoke whose body leaves DSML fragments unmatched is
-dropped (fail closed), and the blank line before the block is not content. Applied to
-the text the engine actually emitted, a corrupted emission yields what SGLang would
-return: garbled arguments, dropped calls, markup left in content.
+It returns what SGLang 0.5.23's `deepseekv32` detector returns for the same text
+(research/dsml.md §2.2; behaviour read from the installed source, code written here;
+tests/conformance/test_conformance_sim_detector.py compares the two on spliced output):
+
+- Streaming (`DsmlDetector`, what a streamed response goes through). Text is released as
+  content only while the buffer holds no DSML marker (`｜DSML｜`, `<｜`, `</｜`) and does not
+  end in what could start one; trailing whitespace is held. Once the buffer holds one, it
+  waits for a complete invoke (`<｜DSML｜invoke name="…">` up to the first
+  `</｜DSML｜invoke>`, or self-closing). The first complete invoke releases the text before
+  it (or before the block opener nearest before it), less a trailing blank line; nothing
+  after it is ever content. Each complete invoke is a call, with any name; one whose body
+  leaves a DSML fragment unmatched is dropped (fail closed). At the end, a buffer with no
+  invoke yet releases the text before its first marker; after an invoke, nothing.
+- One-shot (`parse_completion`, SGLang's non-streaming path): content is the text before the
+  block opener; calls come from complete blocks only (or from a bare invoke), and calls to
+  tools the request did not declare are dropped.
+
+So a corrupted emission yields what SGLang would return: garbled arguments, dropped calls,
+markup left in content, a final answer cut short where spliced markup began.
 """
 
 from __future__ import annotations
@@ -18,18 +29,21 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from repro.dsml.markers import BLOCK_CLOSE, BLOCK_OPEN, DSML, INVOKE_CLOSE, INVOKE_OPEN
+from repro.dsml.markers import BAR, BLOCK_CLOSE, BLOCK_OPEN, DSML, INVOKE_OPEN
 
+# The body runs to the first invoke closer; `end` is empty while that closer has not come.
 _INVOKE_RE = re.compile(
-    rf'<{DSML}invoke\s+name="(?P<name>[^"]+)"\s*(?:(?P<self_close>/>)|>(?P<body>.*?){re.escape(INVOKE_CLOSE)})',
+    rf'<{DSML}invoke\s+name="(?P<name>[^"]+)"\s*'
+    rf"(?:(?P<self_close>/>)|>(?P<body>.*?)(?P<end></{DSML}invoke>|$))",
     re.DOTALL,
 )
 _PARAM_RE = re.compile(
     rf'<{DSML}parameter\s+name="([^"]+)"\s+string="([^"]+)"\s*>(.*?)</{DSML}parameter>',
     re.DOTALL,
 )
-_STARTS = (BLOCK_OPEN, INVOKE_OPEN)
-_STRAY_CLOSERS = (BLOCK_CLOSE, INVOKE_CLOSE)
+_BLOCK_RE = re.compile(rf"{re.escape(BLOCK_OPEN)}(.*?){re.escape(BLOCK_CLOSE)}", re.DOTALL)
+_MARKERS = (DSML, f"<{BAR}", f"</{BAR}")
+_MARKER_PREFIXES = ("<", f"<{BAR}", "</", f"</{BAR}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,93 +102,110 @@ def parse_arguments(body: str, strip_strings: bool = True) -> str:
     return json.dumps(params, ensure_ascii=False)
 
 
-def _held_suffix_start(text: str) -> int:
-    """Where the tail that could still become a block start begins (len(text) if none)."""
-    cut = len(text)
-    lt = text.rfind("<", max(0, len(text) - len(BLOCK_OPEN)))
-    if lt != -1 and any(s.startswith(text[lt:]) for s in _STARTS):
-        cut = lt
-    while cut > 0 and text[cut - 1] == "\n":  # the blank line before a block is not content
-        cut -= 1
-    return cut
+def _text_before_markup(text: str) -> str:
+    """The text before the first DSML marker (and the `<` or `</` opening it), less a
+    trailing blank line."""
+    at = text.find(DSML)
+    if at == -1:
+        return text
+    if text.endswith("</", 0, at):
+        at -= 2
+    elif text.endswith("<", 0, at):
+        at -= 1
+    return text[:at].removesuffix("\n\n")
+
+
+def _may_hold_markup(text: str) -> bool:
+    return (
+        BLOCK_OPEN in text
+        or INVOKE_OPEN in text
+        or any(marker in text for marker in _MARKERS)
+        or text.rstrip().endswith(_MARKER_PREFIXES)
+    )
 
 
 class DsmlDetector:
     """Feed emitted text as it streams; get content and completed calls back."""
 
     def __init__(self, tool_names: Collection[str], strip_strings: bool = True) -> None:
+        # Kept for the one-shot path; the streaming path emits calls with any name, as
+        # SGLang's does.
         self._tool_names = frozenset(tool_names)
         self._strip_strings = strip_strings
         self._buffer = ""
-        self._in_block = False
+        self._started = False  # a complete invoke has been seen: no more content
         self._next_index = 0
 
     def feed(self, text: str) -> Parsed:
         self._buffer += text
-        content: list[str] = []
+        if not _may_hold_markup(self._buffer):
+            kept = self._buffer.rstrip()
+            self._buffer = self._buffer[len(kept) :]  # maybe the blank line before a block
+            return Parsed(kept)
+        content = ""
         calls: list[ParsedCall] = []
-        while True:
-            if not self._in_block:
-                starts = [i for i in (self._buffer.find(s) for s in _STARTS) if i != -1]
-                if not starts:
-                    cut = _held_suffix_start(self._buffer)
-                    content.append(self._buffer[:cut])
-                    self._buffer = self._buffer[cut:]
-                    break
-                start = min(starts)
-                content.append(self._buffer[:start].removesuffix("\n\n"))
-                self._in_block = True
-                opener = BLOCK_OPEN if self._buffer.startswith(BLOCK_OPEN, start) else ""
-                self._buffer = self._buffer[start + len(opener) :]
-                continue
-            match = _INVOKE_RE.search(self._buffer)
-            close_at = self._buffer.find(BLOCK_CLOSE)
-            if match and (close_at == -1 or match.start() < close_at):
-                self._buffer = self._buffer[match.end() :]
-                call = self._call(match)
-                if call is not None:
-                    calls.append(call)
-                continue
-            if close_at != -1 and (match is None or close_at < match.start()):
-                self._in_block = False
-                self._buffer = self._buffer[close_at + len(BLOCK_CLOSE) :]
-                continue
-            break
-        return Parsed(_clean("".join(content)), tuple(calls))
+        while (match := _INVOKE_RE.search(self._buffer)) is not None:
+            if not match.group("self_close") and not match.group("end"):
+                break  # the invoke is still streaming in
+            if not self._started:
+                self._started = True
+                start = match.start()
+                opener = self._buffer.rfind(BLOCK_OPEN, 0, start)
+                content = self._buffer[: opener if opener != -1 else start].removesuffix("\n\n")
+            self._buffer = self._buffer[match.end() :]
+            call = self._call(match)
+            if call is not None:
+                calls.append(call)
+        return Parsed(content, tuple(calls))
 
     def finish(self) -> Parsed:
-        """End of stream: held plain text is content; an unclosed invoke is dropped."""
+        """End of stream: without any complete invoke, the text before the markup."""
         rest, self._buffer = self._buffer, ""
-        if self._in_block:
+        if not rest or self._started:
             return Parsed()
-        return Parsed(_clean(rest))
+        return Parsed(_text_before_markup(rest))
 
     def _call(self, match: re.Match[str]) -> ParsedCall | None:
-        name = match.group("name").strip()
         try:
             arguments = (
                 "{}"
                 if match.group("self_close")
                 else parse_arguments(match.group("body"), self._strip_strings)
             )
-        except ValueError:
-            return None
-        if name not in self._tool_names:
-            return None
-        call = ParsedCall(self._next_index, name, arguments)
+        except (ValueError, RecursionError):
+            return None  # fail closed: the invoke is dropped, the next one still counts
+        call = ParsedCall(self._next_index, match.group("name").strip(), arguments)
         self._next_index += 1
         return call
 
 
-def _clean(content: str) -> str:
-    for closer in _STRAY_CLOSERS:
-        if closer in content:
-            content = content.replace(closer, "")
-    return content
-
-
 def parse_completion(text: str, tool_names: Collection[str], strip_strings: bool = True) -> Parsed:
-    """One-shot parse of a whole completion (the non-streaming path)."""
-    detector = DsmlDetector(tool_names, strip_strings)
-    head, tail = detector.feed(text), detector.finish()
-    return Parsed(head.content + tail.content, head.calls + tail.calls)
+    """One-shot parse of a whole completion (SGLang's non-streaming path)."""
+    opener = text.find(BLOCK_OPEN)
+    if opener != -1:
+        content = text[:opener].removesuffix("\n\n")
+        sections = _BLOCK_RE.findall(text)
+    else:
+        bare = text.find(INVOKE_OPEN)
+        if bare == -1:
+            return Parsed(text)
+        content, sections = _text_before_markup(text), [text[bare:]]
+    calls: list[ParsedCall] = []
+    for section in sections:
+        for match in _INVOKE_RE.finditer(section):
+            if not match.group("self_close") and not match.group("end"):
+                continue  # an unclosed invoke is dropped
+            name = match.group("name").strip()
+            try:
+                arguments = (
+                    "{}"
+                    if match.group("self_close")
+                    else parse_arguments(match.group("body"), strip_strings)
+                )
+                # SGLang re-serialises the arguments (a JSON body is normalised too).
+                arguments = json.dumps(json.loads(arguments), ensure_ascii=False)
+            except (ValueError, RecursionError):
+                continue
+            if name in tool_names:
+                calls.append(ParsedCall(len(calls), name, arguments))
+    return Parsed(content, tuple(calls))

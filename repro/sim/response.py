@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from repro.dsml.markers import EOS, THINK_CLOSE
-from repro.sim.detector import DsmlDetector, Parsed, ParsedCall
+from repro.sim.detector import DsmlDetector, Parsed, ParsedCall, parse_completion
 from repro.sim.logprobs import LogprobModel
 
 DONE = b"data: [DONE]\n\n"
@@ -50,7 +50,9 @@ class TurnRenderer:
         self._model = model
         self._created = created
         self._in_reasoning = split_reasoning
+        self._tool_names = tool_names
         self._detector = DsmlDetector(tool_names) if tool_names is not None else None
+        self._raw_content: list[str] = []  # what the tool parser was fed, for the one-shot path
         self._call_prefix = "call_" + hashlib.blake2b(rid.encode(), digest_size=6).hexdigest()
         self.reasoning_parts: list[str] = []
         self.content_parts: list[str] = []
@@ -85,6 +87,7 @@ class TurnRenderer:
             else:
                 content.append(token)
         text = "".join(content)
+        self._raw_content.append(text)
         parsed = self._detector.feed(text) if self._detector and text else Parsed(text)
         return self._record("".join(reasoning), parsed)
 
@@ -173,7 +176,14 @@ class TurnRenderer:
     # --- non-streaming ---------------------------------------------------------------
 
     def body(self, finish_reason: str, usage: dict[str, Any]) -> bytes:
-        content = "".join(self.content_parts)
+        content, calls = "".join(self.content_parts), self.calls
+        if self._tool_names is not None:
+            # SGLang parses a non-streamed answer in one go, which differs from its streaming
+            # parser on broken markup (repro.sim.detector).
+            whole = parse_completion("".join(self._raw_content), self._tool_names)
+            content, calls = whole.content, list(whole.calls)
+            if finish_reason in ("stop", "tool_calls"):
+                finish_reason = "tool_calls" if calls else "stop"
         tool_calls = [
             {
                 "id": self.call_id(c.index),
@@ -181,7 +191,7 @@ class TurnRenderer:
                 "type": "function",
                 "function": {"name": c.name, "arguments": c.arguments},
             }
-            for c in self.calls
+            for c in calls
         ]
         message = {
             "role": "assistant",
