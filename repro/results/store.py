@@ -316,7 +316,10 @@ class RunStore:
         the event loop keeps streaming; raises StoreError when the write keeps failing."""
         rows = self._take_pending()
         if rows:
-            await anyio.to_thread.run_sync(self._write_rows, rows)
+            # Shielded: the load may end (its task group cancelled) just as this wakes, and
+            # a cancelled start would drop the rows already taken. A write is bounded.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._write_rows, rows)
 
     def close(self) -> StoreError | None:
         """Write the last turns and close the files; the write error that stopped the run, if any."""

@@ -64,6 +64,24 @@ def test_each_flush_appends_a_part_and_never_rewrites_one(tmp_path: Path) -> Non
     assert store.rows_written == 151 and store.rows_lost == 0
 
 
+def test_a_flush_cancelled_as_the_load_ends_still_writes_the_rows_it_took(tmp_path: Path) -> None:
+    """The periodic flush can wake in the loop iteration where the last session ends and the
+    load's task group is cancelled: the rows it took must reach a part (CI once saw a wave
+    lose all of its turns that way and be taken for an engine that answered nothing)."""
+    store = RunStore(tmp_path / "run")
+    for i in range(40):
+        store.append(record(session_id=i))
+
+    async def load_ends_during_the_flush() -> None:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await store.flush()
+
+    anyio.run(load_ends_during_the_flush)
+    assert store.close() is None
+    assert read_turn_table(tmp_path / "run" / "turns.parquet").num_rows == 40
+
+
 def test_a_write_that_keeps_failing_is_one_error_and_keeps_the_parts_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
