@@ -11,10 +11,9 @@ from repro.checkers.verdict import Defect, ToolCall
 from repro.scenarios.agentic_coding.world import CodeLine
 
 # What a free-text answer can name that the oracle can check: a test id (`file.py::name`)
-# and a file path with at least one directory (a bare `x.py` may be prose). Directory names
+# or a file path with at least one directory (a bare `x.py` may be prose). Directory names
 # hold no dot, so a sentence's last word does not join the path after it ("passes.tests/").
-_TEST_ID = re.compile(r"(?:[\w-]+/)*[\w.-]+\.py::\w+")
-_PATH = re.compile(r"(?:[\w-]+/)+[\w.-]+\.py\b")
+_NAMED = re.compile(r"(?P<path>(?:[\w-]+/)*[\w.-]+\.py)(?P<test>::\w+)?\b")
 
 
 class Shown:
@@ -59,26 +58,18 @@ class Shown:
         """A `semantic` defect for each test id or file path in a free-text answer (a turn
         without calls) that this session was never shown: text another request wrote."""
         found = []
-        for match in _TEST_ID.finditer(answer):
-            if match.group() not in self.tests:
-                found.append(
-                    Defect(
-                        "semantic",
-                        match.start(),
-                        f"the answer names test '{match.group()}', never shown to this session",
-                    )
-                )
         test_files = {test.partition("::")[0] for test in self.tests}
-        for match in _PATH.finditer(_TEST_ID.sub(lambda m: " " * len(m.group()), answer)):
-            path = match.group()
-            if path not in self.paths and path not in test_files:
-                found.append(
-                    Defect(
-                        "semantic",
-                        match.start(),
-                        f"the answer names path '{path}', never shown to this session",
-                    )
-                )
+        for match in _NAMED.finditer(answer):
+            name = match.group()
+            if match.group("test"):
+                unseen, what = name not in self.tests, "test"
+            elif "/" in name:
+                unseen, what = name not in self.paths and name not in test_files, "path"
+            else:
+                continue
+            if unseen:
+                message = f"the answer names {what} '{name}', never shown to this session"
+                found.append(Defect("semantic", match.start(), message))
         return found
 
     def _problem(self, name: str, args: dict) -> str | None:
