@@ -116,21 +116,26 @@ def _text_before_markup(text: str) -> str:
 
 
 def _may_hold_markup(text: str) -> bool:
-    return (
-        BLOCK_OPEN in text
-        or INVOKE_OPEN in text
-        or any(marker in text for marker in _MARKERS)
-        or text.rstrip().endswith(_MARKER_PREFIXES)
-    )
+    """A marker (every DSML tag holds one), or an end that could become one."""
+    return any(marker in text for marker in _MARKERS) or text.rstrip().endswith(_MARKER_PREFIXES)
+
+
+def _complete(match: re.Match[str]) -> bool:
+    return bool(match.group("self_close") or match.group("end"))
+
+
+def _arguments(match: re.Match[str], strip_strings: bool) -> str:
+    """A complete invoke's arguments JSON; ValueError (or RecursionError) when malformed."""
+    if match.group("self_close"):
+        return "{}"
+    return parse_arguments(match.group("body"), strip_strings)
 
 
 class DsmlDetector:
     """Feed emitted text as it streams; get content and completed calls back."""
 
-    def __init__(self, tool_names: Collection[str], strip_strings: bool = True) -> None:
-        # Kept for the one-shot path; the streaming path emits calls with any name, as
-        # SGLang's does.
-        self._tool_names = frozenset(tool_names)
+    def __init__(self, strip_strings: bool = True) -> None:
+        # No tool names: SGLang's streaming path emits calls with any name.
         self._strip_strings = strip_strings
         self._buffer = ""
         self._started = False  # a complete invoke has been seen: no more content
@@ -145,7 +150,7 @@ class DsmlDetector:
         content = ""
         calls: list[ParsedCall] = []
         while (match := _INVOKE_RE.search(self._buffer)) is not None:
-            if not match.group("self_close") and not match.group("end"):
+            if not _complete(match):
                 break  # the invoke is still streaming in
             if not self._started:
                 self._started = True
@@ -167,11 +172,7 @@ class DsmlDetector:
 
     def _call(self, match: re.Match[str]) -> ParsedCall | None:
         try:
-            arguments = (
-                "{}"
-                if match.group("self_close")
-                else parse_arguments(match.group("body"), self._strip_strings)
-            )
+            arguments = _arguments(match, self._strip_strings)
         except (ValueError, RecursionError):
             return None  # fail closed: the invoke is dropped, the next one still counts
         call = ParsedCall(self._next_index, match.group("name").strip(), arguments)
@@ -193,15 +194,11 @@ def parse_completion(text: str, tool_names: Collection[str], strip_strings: bool
     calls: list[ParsedCall] = []
     for section in sections:
         for match in _INVOKE_RE.finditer(section):
-            if not match.group("self_close") and not match.group("end"):
+            if not _complete(match):
                 continue  # an unclosed invoke is dropped
             name = match.group("name").strip()
             try:
-                arguments = (
-                    "{}"
-                    if match.group("self_close")
-                    else parse_arguments(match.group("body"), strip_strings)
-                )
+                arguments = _arguments(match, strip_strings)
                 # SGLang re-serialises the arguments (a JSON body is normalised too).
                 arguments = json.dumps(json.loads(arguments), ensure_ascii=False)
             except (ValueError, RecursionError):

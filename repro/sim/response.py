@@ -51,7 +51,7 @@ class TurnRenderer:
         self._created = created
         self._in_reasoning = split_reasoning
         self._tool_names = tool_names
-        self._detector = DsmlDetector(tool_names) if tool_names is not None else None
+        self._detector = DsmlDetector() if tool_names is not None else None
         self._raw_content: list[str] = []  # what the tool parser was fed, for the one-shot path
         self._call_prefix = "call_" + hashlib.blake2b(rid.encode(), digest_size=6).hexdigest()
         self.reasoning_parts: list[str] = []

@@ -64,7 +64,7 @@ def spliced_cases() -> list[list[str]]:
 
 
 def simulated(chunks: list[str]) -> dict:
-    detector = DsmlDetector([t["function"]["name"] for t in TOOLS])
+    detector = DsmlDetector()
     parsed = [detector.feed(c) for c in chunks] + [detector.finish()]
     calls = [[c.name, c.arguments] for p in parsed for c in p.calls]
     return {"normal_text": "".join(p.content for p in parsed), "calls": calls}

@@ -18,7 +18,7 @@ CALLS = [
 
 
 def _stream(text: str, size: int) -> tuple[str, list[tuple[str, str]]]:
-    detector = DsmlDetector(TOOLS)
+    detector = DsmlDetector()
     content, calls = [], []
     for i in range(0, len(text), size):
         parsed = detector.feed(text[i : i + size])
