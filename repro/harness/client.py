@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -82,7 +83,9 @@ class StreamProgress:
     last_event_at_s: float = 0.0  # any bytes from the server: what the idle limit watches
     last_token_at_s: float | None = None
     ended_at_s: float = 0.0
-    gaps: GapStats = field(default_factory=GapStats)
+    # When each read that brought tokens arrived: the gap figures come from these at the
+    # turn's end (`gap_stats`), so a read only appends a float.
+    read_stamps: array = field(default_factory=lambda: array("d"))
     chunks: int = 0
     done: bool = False
     # `logprobs.content` items in arrival order, when the request asked for them: every
@@ -143,16 +146,16 @@ class StreamProgress:
         return token
 
     def tokens_arrived(self, tokens: int, now: float) -> None:
-        """`tokens` events with text came in one read at `now`: one gap, the rest zero."""
-        last = self.last_token_at_s
+        """`tokens` events with text came in one read at `now`."""
+        if self.first_token_at_s is None:
+            self.first_token_at_s = now
         self.last_token_at_s = now
         self.chunks += tokens
-        if last is None:
-            self.first_token_at_s = now
-            if tokens > 1:
-                self.gaps.add(0.0, tokens - 2)
-            return
-        self.gaps.add(now - last, tokens - 1)
+        self.read_stamps.append(now)
+
+    def gap_stats(self) -> GapStats:
+        """The inter-token gaps so far: one between reads, zero within a read."""
+        return GapStats.from_read_stamps(self.read_stamps, self.chunks)
 
 
 class ChatClient:

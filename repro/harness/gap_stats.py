@@ -1,9 +1,12 @@
-"""Inter-token gaps kept as running figures: count, sum, max and a log-bucket histogram.
+"""Inter-token gaps as figures: count, sum, max and a log-bucket histogram.
 
-A turn's gaps are never held as a list. Each gap lands in a bucket 1/16 of an octave wide
-(4.4%), so a percentile read back from the pooled buckets of many turns is within 2.2% of
-the exact one, while a turn stores a few (bucket, count) pairs: the buckets its gaps used.
-The loop-lag probe (harness.loop_probe) keeps its samples the same way.
+Each gap lands in a bucket 1/16 of an octave wide (4.4%), so a percentile read back from the
+pooled buckets of many turns is within 2.2% of the exact one, while a turn stores a few
+(bucket, count) pairs: the buckets its gaps used. While a turn streams, the client keeps only
+the time of each read that brought tokens (8 bytes, one C-level append); `from_read_stamps`
+turns them into these figures once, at the turn's end, in numpy (bucketing in the read
+callback cost about 0.45 us a token, bench/RESULTS.md). The loop-lag probe
+(harness.loop_probe) adds its samples one by one with `add`.
 """
 
 from __future__ import annotations
@@ -61,6 +64,34 @@ class GapStats:
     @property
     def mean_s(self) -> float | None:
         return self.total_s / self.count if self.count else None
+
+    @classmethod
+    def from_read_stamps(cls, stamps: Sequence[float], tokens: int) -> GapStats:
+        """The figures of a turn whose reads that brought tokens came at `stamps` (ascending
+        run-clock seconds), `tokens` tokens in all: a gap between consecutive reads, and a
+        gap of zero for every further token of one read (they arrived together)."""
+        import numpy as np
+
+        stats = cls()
+        if tokens <= 1:
+            return stats
+        at = np.asarray(stamps, dtype=np.float64)
+        zeros = tokens - at.size  # tokens beyond the first of their read
+        gaps = np.diff(at)
+        stats.count = gaps.size + zeros
+        if gaps.size:
+            stats.total_s = float(gaps.sum())
+            stats.max_s = max(float(gaps.max()), 0.0)
+            # bucket_of, over the whole array: 0 below FLOOR_S, else 16 per doubling.
+            above = gaps >= FLOOR_S
+            ids = np.zeros(gaps.size, dtype=np.int64)
+            ids[above] = ((np.log(gaps[above]) - _LOG_FLOOR) * _SCALE).astype(np.int64) + 1
+            used = np.bincount(ids)
+            (present,) = np.nonzero(used)
+            stats.buckets = dict(zip(present.tolist(), used[present].tolist(), strict=True))
+        if zeros:
+            stats.buckets[0] = stats.buckets.get(0, 0) + zeros
+        return stats
 
     def bucket_columns(self) -> tuple[list[int], list[int]]:
         """(buckets, counts), sorted by bucket: how a turn row stores its histogram."""

@@ -347,7 +347,7 @@ class LoadGenerator:
         usage = progress.usage
         calls = verdict.calls or progress.tool_calls()
         first = defects[0] if defects else None
-        gaps = progress.gaps
+        gaps = progress.gap_stats()
         gap_buckets, gap_bucket_counts = gaps.bucket_columns()
         record = TurnRecord(
             session_id=session_id,

@@ -50,7 +50,7 @@ async def test_repro_reads_a_paced_stream_whole_with_its_usage(server_url):
         progress = StreamProgress(scheduled_at_s=0.0)
         await client.stream_chat(b'{"stream": true}', progress, deadline_s=10)
         await client.aclose()
-    assert progress.done and progress.chunks == 20 and progress.gaps.count == 19
+    assert progress.done and progress.chunks == 20 and progress.gap_stats().count == 19
     assert "".join(progress.content) == "".join(token_texts(20))
     assert progress.usage.completion_tokens == 20 and progress.finish_reason == "length"
 

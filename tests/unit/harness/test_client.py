@@ -90,7 +90,7 @@ async def test_a_complete_stream_is_assembled() -> None:
     assert progress.call_ids() == ("call_a", "call_b")
     assert progress.finish_reason == "tool_calls"
     assert progress.usage.prompt_tokens == 1200 and progress.usage.completion_tokens == 42
-    assert progress.chunks == 7 and progress.gaps.count == 6
+    assert progress.chunks == 7 and progress.gap_stats().count == 6
     assert (
         progress.sent_at_s
         <= progress.first_token_at_s
@@ -261,7 +261,7 @@ async def test_a_whole_stream_in_one_read_is_assembled() -> None:
     body = sse(*(chunk(content=w) for w in words), "[DONE]")
     progress = await call(body)
     assert progress.outcome is TurnOutcome.OK and "".join(progress.content) == "".join(words)
-    assert progress.chunks == 800 and progress.gaps.count == 799
+    assert progress.chunks == 800 and progress.gap_stats().count == 799
 
 
 async def test_an_endless_line_is_cut_as_a_protocol_error() -> None:
