@@ -62,3 +62,15 @@ def test_a_long_stream_is_a_clean_answer_to_repros_checker():
     output = AssistantOutput(content=text, reasoning="", tool_calls=(), finish_reason="length")
     verdict = check_turn(output, get_scenario("agentic-coding").tools())
     assert not verdict.defects
+
+
+@pytest.mark.anyio
+async def test_the_read_callback_bench_reads_whole_clean_streams() -> None:
+    # bench/read_callback.py feeds the stream server's bytes to a connection by hand: every
+    # stream must end done with all its tokens, or its per-event figure measures an error path.
+    import read_callback
+
+    reads = read_callback.stream_reads(8)
+    assert len(reads) == 9  # the head, then one read per token (the last with the tail)
+    per_event_s = await read_callback.one_round(reads, streams=3)
+    assert 0 < per_event_s < 0.01
