@@ -79,12 +79,10 @@ class StreamProgress:
     usage: Usage = field(default_factory=Usage)
     bad_event: str = ""  # the event that broke the protocol (truncated), for protocol_errors.jsonl
     bad_event_chars: int = 0
-    first_token_at_s: float | None = None
     last_event_at_s: float = 0.0  # any bytes from the server: what the idle limit watches
-    last_token_at_s: float | None = None
     ended_at_s: float = 0.0
-    # When each read that brought tokens arrived: the gap figures come from these at the
-    # turn's end (`gap_stats`), so a read only appends a float.
+    # When each read that brought tokens arrived (a read only appends a float): the first
+    # and last token's times and, at the turn's end, the gap figures (`gap_stats`).
     read_stamps: array = field(default_factory=lambda: array("d"))
     chunks: int = 0
     done: bool = False
@@ -145,11 +143,16 @@ class StreamProgress:
             token = 1
         return token
 
+    @property
+    def first_token_at_s(self) -> float | None:
+        return self.read_stamps[0] if self.read_stamps else None
+
+    @property
+    def last_token_at_s(self) -> float | None:
+        return self.read_stamps[-1] if self.read_stamps else None
+
     def tokens_arrived(self, tokens: int, now: float) -> None:
         """`tokens` events with text came in one read at `now`."""
-        if self.first_token_at_s is None:
-            self.first_token_at_s = now
-        self.last_token_at_s = now
         self.chunks += tokens
         self.read_stamps.append(now)
 

@@ -4,9 +4,9 @@ Each gap lands in a bucket 1/16 of an octave wide (4.4%), so a percentile read b
 pooled buckets of many turns is within 2.2% of the exact one, while a turn stores a few
 (bucket, count) pairs: the buckets its gaps used. While a turn streams, the client keeps only
 the time of each read that brought tokens (8 bytes, one C-level append); `from_read_stamps`
-turns them into these figures once, at the turn's end, in numpy (bucketing in the read
-callback cost about 0.45 us a token, bench/RESULTS.md). The loop-lag probe
-(harness.loop_probe) adds its samples one by one with `add`.
+turns them into these figures once, at the turn's end, in numpy (bucketing each read in
+the read callback cost a sixth of its instructions, bench/RESULTS.md, read_callback). The
+loop-lag probe (harness.loop_probe) adds its samples one by one with `add`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ BUCKETS_PER_OCTAVE = 16
 FLOOR_S = 1e-6  # gaps below a microsecond (tokens that came in one read) share bucket 0
 _SCALE = BUCKETS_PER_OCTAVE / math.log(2)
 _LOG_FLOOR = math.log(FLOOR_S)
-_log = math.log
 
 
 def bucket_of(gap_s: float) -> int:
@@ -46,20 +45,14 @@ class GapStats:
     buckets: dict[int, int] = field(default_factory=dict)
 
     def add(self, gap_s: float, more_at_once: int = 0) -> None:
-        """One gap, and `more_at_once` tokens that came in the same read (gaps of zero)."""
+        """One gap, and `more_at_once` gaps of zero (tokens that came in the same read)."""
         self.count += 1 + more_at_once
         self.total_s += gap_s
-        if gap_s > self.max_s:
-            self.max_s = gap_s
-        # bucket_of, inlined: this runs once per read of every stream.
-        b = int((_log(gap_s) - _LOG_FLOOR) * _SCALE) + 1 if gap_s >= FLOOR_S else 0
-        buckets = self.buckets
-        if b in buckets:
-            buckets[b] += 1
-        else:
-            buckets[b] = 1
+        self.max_s = max(self.max_s, gap_s)
+        b = bucket_of(gap_s)
+        self.buckets[b] = self.buckets.get(b, 0) + 1
         if more_at_once:
-            buckets[0] = buckets.get(0, 0) + more_at_once
+            self.buckets[0] = self.buckets.get(0, 0) + more_at_once
 
     @property
     def mean_s(self) -> float | None:
