@@ -23,3 +23,5 @@ def main() -> None:
         app()  # typer turns a KeyboardInterrupt inside a command into 130 itself
     except KeyboardInterrupt:  # ... but not one while it builds the commands
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        interrupts.hold_at_exit()

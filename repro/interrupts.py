@@ -48,6 +48,18 @@ def settle() -> None:
         signal.signal(sig, noted)
 
 
+def hold_at_exit() -> None:
+    """The command has its exit code: the stop signals are ignored for what is left of the process.
+
+    The interpreter's shutdown puts the default action back for every signal with a Python
+    handler (CPython's _PySignal_Fini), then frees the modules, which takes a moment after a
+    run; a SIGTERM there would end the process by signal, an exit 0 turned into 143. Ignoring
+    is kept through the shutdown and, unlike a blocked mask, holds for every thread.
+    """
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def _isatty(fd: int) -> bool:
     try:
         return os.isatty(fd)

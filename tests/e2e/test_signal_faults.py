@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from repro.interrupts import REPEAT_WINDOW_S
 from tests.e2e.conftest import FAST
 from tests.e2e.leftovers import assert_none_left
 
@@ -68,3 +69,30 @@ def test_a_signal_at_any_moment_keeps_every_promise(
     tmp_path: Path, sig: signal.Signals, delay_s: float
 ) -> None:
     signal_once_and_check(tmp_path / "run", sig, delay_s)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_as_repro_exits_leaves_its_exit_code(tmp_path: Path, sig: signal.Signals) -> None:
+    """After the last line of output the interpreter shuts down, and its shutdown puts every
+    signal's default action back while it frees the modules (about 0.2 s after a run). A
+    signal there used to end a complete run by signal (exit 143) instead of 0. The signal is
+    sent every 10 ms from the last line on, inside the window in which repeats count as one
+    stop (interrupts.REPEAT_WINDOW_S), so one of them lands in the shutdown."""
+    argv = [sys.executable, "-m", "repro", "run", "--sessions", "2", "--topology", "single", *FAST]
+    process = subprocess.Popen(
+        [*argv, "--out", str(tmp_path / "run")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("└"):  # the summary table's last line: the command is done
+            break
+    last_line_at = time.monotonic()
+    while process.poll() is None and time.monotonic() - last_line_at < 0.8 * REPEAT_WINDOW_S:
+        process.send_signal(sig)
+        time.sleep(0.01)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, (process.returncode, stderr)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["interrupted"] is False
