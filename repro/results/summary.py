@@ -50,7 +50,7 @@ SUMMARY_COLUMNS = (
 # about 60k tokens of context (docs/sim.md), so a run that got few there says little.
 LONG_CONTEXT_TOKENS = 60_000
 # Why a run ended, as summary.json says in `ended_because`.
-ENDED = ("completed", "interrupted", "wedged", "error", "write_failed")
+ENDED = ("completed", "interrupted", "wedged", "engine_failed", "write_failed", "error")
 
 
 @dataclass(frozen=True)
