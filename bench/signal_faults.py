@@ -3,7 +3,9 @@ seeded random moment (the CLI's start, the engine's start-up, the load, the tear
 checked as tests/e2e/test_signal_faults.py checks it (the documented exit code, agreeing with
 summary.json; no traceback; no process of the run left 3 s after repro exits).
 
-    PYTHONPATH=. python bench/signal_faults.py --cases 24 --seed 7
+    PYTHONPATH=. python bench/signal_faults.py --cases 24 --seed 7 [--from-s 0 --to-s 7]
+
+--from-s/--to-s narrow the moments to a span, e.g. a run's last second, its exit.
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=24)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--from-s", type=float, default=0.0, help="earliest moment, s")
+    parser.add_argument("--to-s", type=float, default=7.0, help="latest moment, s")
     args = parser.parse_args()
+    if not 0 <= args.from_s <= args.to_s:
+        parser.error("--from-s must be at least 0 and at most --to-s")
     outcomes: collections.Counter[str] = collections.Counter()
     broken = []
-    for sig, delay_s in cases(args.cases, args.seed):
+    for sig, delay_s in cases(args.cases, args.seed, (args.from_s, args.to_s)):
         with tempfile.TemporaryDirectory() as folder:
             try:
                 outcome = signal_once_and_check(Path(folder) / "run", sig, delay_s)

@@ -5,6 +5,7 @@ KeyboardInterrupt (or whatever Ctrl-C does at that moment, e.g. asyncio's gracef
 which typer turns into exit 130; during `repro run` harness/stopping.py listens for all three
 and tears the engine down first. Once a run has written its summary, `settle()` keeps a
 signal from turning its outcome into 130: a first one is noted, a second stops at once.
+Once the command has its exit code, `hold_at_exit()` ignores them through the shutdown.
 Standard library only: it is imported before anything else.
 """
 

@@ -23,11 +23,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
 
 
-def cases(n: int, seed: int) -> list[tuple[signal.Signals, float]]:
-    """n (signal, seconds after the start) pairs, each signal in turn at a random moment of a
-    short run (about 6 s here: the CLI starts, the engine starts, the load, the teardown)."""
+def cases(
+    n: int, seed: int, span_s: tuple[float, float] = (0.0, 7.0)
+) -> list[tuple[signal.Signals, float]]:
+    """n (signal, seconds after the start) pairs, each signal in turn at a random moment of
+    span_s; the default spans a whole short run (about 6 s here: the CLI starts, the engine
+    starts, the load, the teardown)."""
     rng = random.Random(seed)
-    return [(SIGNALS[i % len(SIGNALS)], round(rng.uniform(0.0, 7.0), 2)) for i in range(n)]
+    return [(SIGNALS[i % len(SIGNALS)], round(rng.uniform(*span_s), 2)) for i in range(n)]
 
 
 def signal_once_and_check(out: Path, sig: signal.Signals, delay_s: float) -> str:
@@ -89,10 +92,14 @@ def test_a_signal_as_repro_exits_leaves_its_exit_code(tmp_path: Path, sig: signa
     for line in process.stdout:
         if line.startswith("└"):  # the summary table's last line: the command is done
             break
-    last_line_at = time.monotonic()
+    else:
+        pytest.fail("the run printed no summary table")
+    last_line_at, sent = time.monotonic(), 0
     while process.poll() is None and time.monotonic() - last_line_at < 0.8 * REPEAT_WINDOW_S:
         process.send_signal(sig)
+        sent += 1
         time.sleep(0.01)
     _, stderr = process.communicate(timeout=60)
+    assert sent > 0  # else the process had gone before the first one: nothing was tested
     assert process.returncode == 0, (process.returncode, stderr)
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["interrupted"] is False
