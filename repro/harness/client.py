@@ -103,8 +103,8 @@ class StreamProgress:
     def apply(self, event: Chunk) -> int:
         """Fold one decoded event in; 1 when it carried generated text (a token), else 0.
 
-        Timing is not done here but per read (`tokens_arrived`): the events of one read
-        arrived together."""
+        Timing is not done here but once per read, by the connection
+        (SseConnection.data_received): the events of one read arrived together."""
         if event.error is not None or event.object == "error":  # Chunk.is_error, inlined
             self.fail(TurnOutcome.HTTP_ERROR, f"error event from the server: {event.error_text()}")
             return 0
@@ -150,11 +150,6 @@ class StreamProgress:
     @property
     def last_token_at_s(self) -> float | None:
         return self.read_stamps[-1] if self.read_stamps else None
-
-    def tokens_arrived(self, tokens: int, now: float) -> None:
-        """`tokens` events with text came in one read at `now`."""
-        self.chunks += tokens
-        self.read_stamps.append(now)
 
     def gap_stats(self) -> GapStats:
         """The inter-token gaps so far: one between reads, zero within a read."""

@@ -264,6 +264,46 @@ async def test_a_whole_stream_in_one_read_is_assembled() -> None:
     assert progress.chunks == 800 and progress.gap_stats().count == 799
 
 
+# Events of every shape the read path folds in itself or leaves to StreamProgress.apply.
+MIXED = [
+    chunk(role="assistant", reasoning_content="Let me "),
+    chunk(reasoning_content="look.", content=""),
+    chunk(content="Read", reasoning_content=""),
+    chunk(content="ing", reasoning_content=" twice"),
+    chunk(content=None),
+    chunk(content=""),
+    choice(delta={"content": " a"}, logprobs={"content": [{"token": " a", "logprob": -0.5}]}),
+    choice(delta={"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}),
+    choice(delta={"content": "."}, finish_reason="stop"),
+    {"choices": [{"index": 0, "delta": {"content": "!"}}], "usage": {"completion_tokens": 9}},
+]
+
+
+async def test_an_event_per_read_is_folded_in_as_one_read_of_all_of_them() -> None:
+    # Alone in its HTTP chunk, an event takes the read path's own fold for text-only events;
+    # several in one chunk go through StreamProgress.apply. Both must build the same turn.
+    async def one_per_chunk(events: list) -> AsyncIterator[bytes]:
+        for event in events:
+            yield sse(event)
+
+    whole = await call(sse(*MIXED, "[DONE]"))
+    apart = await call(one_per_chunk([*MIXED, "[DONE]"]))
+    for progress in (whole, apart):
+        assert progress.outcome is TurnOutcome.OK and progress.done
+    assert "".join(apart.reasoning) == "Let me look. twice" == "".join(whole.reasoning)
+    assert "".join(apart.content) == "Reading a.!" == "".join(whole.content)
+    assert apart.chunks == 8 == whole.chunks
+    assert apart.finish_reason == "stop" == whole.finish_reason
+    assert apart.logprobs == [{"token": " a", "logprob": -0.5}] == whole.logprobs
+    assert apart.usage.completion_tokens == 9 == whole.usage.completion_tokens
+    assert apart.tool_calls() == whole.tool_calls() and apart.call_ids() == ("c",)
+
+    error = {"object": "error", "message": "boom", "choices": [{"delta": {"content": "z"}}]}
+    failed = await call(one_per_chunk([chunk(content="a"), error, chunk(content="b")]))
+    assert failed.outcome is TurnOutcome.HTTP_ERROR and "boom" in failed.error
+    assert "".join(failed.content) == "a"
+
+
 async def test_an_endless_line_is_cut_as_a_protocol_error() -> None:
     async def endless() -> AsyncIterator[bytes]:
         yield sse(chunk(content="kept"))
