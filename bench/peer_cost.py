@@ -304,7 +304,31 @@ def report(meta: dict, rows: list[Measurement], clients: list[Client]) -> str:
         table(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
         "",
         f"The stream server's own CPU per 1M tokens (median over runs): {server}.",
+        *paired_ratios(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
     ])  # fmt: skip
+
+
+def paired_ratios(rows: list[Measurement], clients: list[Client], paces: list[float], base: int,
+                  long: int) -> list[str]:  # fmt: skip
+    """Each client's marginal ÷ the floor's in the same round: the CPU clock of a shared VM
+    swings between rounds, and a round's clients ran minutes apart at most, so the pairs
+    vary less than the medians' ratio of the table."""
+    if not any(c.name == "floor" for c in clients) or len({m.round for m in rows}) < 2:
+        return []
+    lines = ["", "Marginal ÷ the floor's in the same round, median (each round's):", ""]
+    for p in paces:
+        floor = per_million(rows, "floor", p, base, long)[2]
+        for c in clients:
+            if c.name == "floor":
+                continue
+            pairs = [
+                m / f
+                for m, f in zip(per_million(rows, c.name, p, base, long)[2], floor, strict=True)
+            ]
+            each = ", ".join(f"{r:.2f}" for r in pairs)
+            pace = "unpaced" if p == 0 else f"paced {p:g} ms"
+            lines.append(f"- {c.label}, {pace}: {statistics.median(pairs):.2f} ({each})")
+    return lines
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ class Shown:
     def answer_defects(self, answer: str) -> list[Defect]:
         """A `semantic` defect for each test id or file path in a free-text answer (a turn
         without calls) that this session was never shown: text another request wrote."""
+        if ".py" not in answer:
+            # Nothing _NAMED could match; the scan below tries every position of the text,
+            # the larger part of repro's own CPU per streamed token (bench/RESULTS.md).
+            return []
         found = []
         test_files = {test.partition("::")[0] for test in self.tests}
         for match in _NAMED.finditer(answer):
