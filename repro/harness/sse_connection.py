@@ -24,7 +24,6 @@ from repro.harness.chunk import DECODE_ERRORS, decode_chunk, violation
 from repro.harness.turn import TurnOutcome
 
 if TYPE_CHECKING:
-    from repro.harness.chunk import Chunk
     from repro.harness.client import StreamProgress
 
 MAX_HEAD_BYTES = 64 * 1024  # status line and headers
@@ -201,37 +200,6 @@ class SseConnection(asyncio.Protocol):
         except DECODE_ERRORS:
             self._events(body)  # [DONE], several events, or a bad one: the long way
             return
-        # The event of nearly every read, text in one field and nothing else, is folded in
-        # here as StreamProgress.apply would; any other goes to apply. Inlined: a call is
-        # about 5% of a read's instructions (bench/read_callback.py --instructions).
-        choices = event.choices
-        if choices and event.usage is None and event.error is None and event.object != "error":
-            choice = choices[0]
-            delta = choice.delta
-            if (
-                delta is not None
-                and choice.finish_reason is None
-                and choice.logprobs is None
-                and delta.tool_calls is None
-            ):
-                content, reasoning = delta.content, delta.reasoning_content
-                if content and not reasoning:
-                    progress.content.append(content)
-                elif reasoning and not content:
-                    progress.reasoning.append(reasoning)
-                else:
-                    self._apply(event)
-                    return
-                self._tokens += 1
-                if self._abort_after is not None:
-                    self._check_abort()
-                return
-        self._apply(event)
-
-    def _apply(self, event: Chunk) -> None:
-        """Any event, folded in by StreamProgress.apply; one that ends the turn stops here."""
-        progress = self._progress
-        assert progress is not None
         if progress.apply(event):
             self._tokens += 1
             if self._abort_after is not None:

@@ -264,7 +264,7 @@ async def test_a_whole_stream_in_one_read_is_assembled() -> None:
     assert progress.chunks == 800 and progress.gap_stats().count == 799
 
 
-# Events of every shape the read path folds in itself or leaves to StreamProgress.apply.
+# Events of every shape StreamProgress.apply folds in.
 MIXED = [
     chunk(role="assistant", reasoning_content="Let me "),
     chunk(reasoning_content="look.", content=""),
@@ -280,8 +280,8 @@ MIXED = [
 
 
 async def test_an_event_per_read_is_folded_in_as_one_read_of_all_of_them() -> None:
-    # Alone in its HTTP chunk, an event takes the read path's own fold for text-only events;
-    # several in one chunk go through StreamProgress.apply. Both must build the same turn.
+    # Alone in its HTTP chunk, an event takes the read callback's short way (one whole event,
+    # decoded from the body); several in one chunk are split first. Both must build one turn.
     async def one_per_chunk(events: list) -> AsyncIterator[bytes]:
         for event in events:
             yield sse(event)
