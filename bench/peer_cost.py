@@ -9,6 +9,11 @@ the user+system CPU of its whole process tree (children included, the server exc
 them). Total = at the base length (start-up included); marginal = the CPU difference between
 the long and the base length divided by the token difference. Medians over the rounds.
 
+Pacings (`--paces-ms`): a figure is the time between a stream's tokens, as an engine's decode
+step sets it; `event` is unpaced with one write per event, as an engine streams when nothing
+holds it back; `stream` (or 0) is unpaced with the whole stream in one write, which no engine
+does and which prices a client's parsing alone.
+
     python bench/peer_cost.py [--quick] [--rounds 3] [--record bench/RESULTS.md]
 
 Peers need their environments: scripts/build-peer-envs (SGLang bench_serving, vllm bench
@@ -143,7 +148,7 @@ def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[
     control(w.url, "/bench/config", {"tokens": w.tokens, "pace_ms": pace_ms})
     server_cpu = control(w.url, "/bench/stats")["cpu_s"]
     load = os.getloadavg()[0]
-    log = w.workdir / f"{client.name}-{pace_ms:g}ms-{w.tokens}-r{round_}.log"
+    log = w.workdir / f"{client.name}-{pace_ms:g}ms-{w.tokens}-r{round_}.log"  # -1: per event
     run = run_client(client.argv(w), log, cwd=w.workdir, env=env, keep=keep, timeout_s=900)
     stats = control(w.url, "/bench/stats")
     if run.returncode != 0 or stats["streams"] < w.streams:
@@ -153,6 +158,30 @@ def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[
     return Measurement(client.name, round_, pace_ms, w.tokens, run.cpu_s, run.wall_s,
                        stats["tokens"], stats["streams"], stats["request_bytes"],
                        stats["cpu_s"] - server_cpu, load)  # fmt: skip
+
+
+# The unpaced forms by name, as the stream server's pace: a negative pace is a write per event.
+PACINGS = {"event": -1.0, "stream": 0.0}
+
+
+def parse_paces(text: str) -> list[float]:
+    paces = []
+    for item in text.split(","):
+        try:
+            paces.append(PACINGS[item] if item in PACINGS else float(item))
+        except ValueError:
+            sys.exit(f"--paces-ms takes milliseconds, `event` or `stream`, not {item!r}.")
+        if paces[-1] < 0 and item not in PACINGS:
+            sys.exit(f"--paces-ms: {item} ms is negative; `event` is the unpaced write per event.")
+    return paces
+
+
+def pacing_name(pace_ms: float) -> str:
+    if pace_ms == 0:
+        return "unpaced, a write per stream"
+    if pace_ms < 0:
+        return "unpaced, a write per event"
+    return f"paced {pace_ms:g} ms"
 
 
 def per_million(rows: list[Measurement], client: str, pace: float, base: int, long: int):
@@ -176,7 +205,7 @@ def table(rows: list[Measurement], clients: list[Client], paces: list[float], ba
         (c.name, p): per_million(rows, c.name, p, base, long) for c in clients for p in paces
     }
     refs = [r for r in ("floor", "sglang") if any(c.name == r for c in clients)]
-    names = ["unpaced" if p == 0 else f"paced {p:g} ms" for p in paces]
+    names = [pacing_name(p) for p in paces]
     head = ["client", *(f"{n}: total / marginal (rounds' range)" for n in names)]
     head += [f"marginal ÷ {r}" for r in refs] + (["total ÷ sglang"] if "sglang" in refs else [])
     head += ["request bytes", "wall s at the base length"]
@@ -215,13 +244,16 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=256, help="base stream length (total)")
     parser.add_argument("--long-tokens", type=int, default=512, help="for the marginal cost")
-    parser.add_argument("--paces-ms", default="0,5", help="comma-separated; 0 = unpaced")
+    parser.add_argument("--paces-ms", default="event,stream,5",
+                        help="comma-separated: ms between tokens, or `event` (unpaced, a write "
+                        "per event) or `stream` (unpaced, the whole stream in one write)")  # fmt: skip
     parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS))
     parser.add_argument("--record", type=Path, help="write the table into this RESULTS.md")
     parser.add_argument("--rows", type=Path, help="measure nothing: the table of saved rows")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.streams = 1, 192
+    parse_paces(args.paces_ms)  # bad input is refused before anything runs
     wanted = args.clients.split(",")
     unknown = set(wanted) - {c.name for c in CLIENTS}
     if unknown:
@@ -254,7 +286,7 @@ def measure_all(args: argparse.Namespace, clients: list[Client]) -> tuple[dict, 
     become_subreaper()
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-    paces = [float(p) for p in args.paces_ms.split(",")]
+    paces = parse_paces(args.paces_ms)
     rows: list[Measurement] = []
     started, load_before = time.monotonic(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="peer-cost-") as tmp, stream_server() as (url, srv):
@@ -267,7 +299,7 @@ def measure_all(args: argparse.Namespace, clients: list[Client]) -> tuple[dict, 
                         m = measure(c, w, pace, round_, env, {srv.pid})
                         rows.append(m)
                         print(
-                            f"round {round_ + 1}/{args.rounds} {pace:g} ms {tokens:>4} tokens "
+                            f"round {round_ + 1}/{args.rounds} {pacing_name(pace)}, {tokens:>4} tokens "
                             f"{c.name:<10} {m.cpu_s:7.2f} s CPU {m.wall_s:6.1f} s wall "
                             f"server {m.server_cpu_s:5.2f} s  load {m.load:.2f}",
                             flush=True,
@@ -287,7 +319,7 @@ def measure_all(args: argparse.Namespace, clients: list[Client]) -> tuple[dict, 
 def report(meta: dict, rows: list[Measurement], clients: list[Client]) -> str:
     loads, paces = [m.load for m in rows], meta["paces"]
     server = ", ".join(
-        f"{'unpaced' if p == 0 else f'paced {p:g} ms'} "
+        f"{pacing_name(p)} "
         f"{statistics.median(m.server_cpu_s / m.tokens * 1e6 for m in rows if m.pace_ms == p):.1f}"
         for p in paces
     )
@@ -326,8 +358,7 @@ def paired_ratios(rows: list[Measurement], clients: list[Client], paces: list[fl
                 for m, f in zip(per_million(rows, c.name, p, base, long)[2], floor, strict=True)
             ]
             each = ", ".join(f"{r:.2f}" for r in pairs)
-            pace = "unpaced" if p == 0 else f"paced {p:g} ms"
-            lines.append(f"- {c.label}, {pace}: {statistics.median(pairs):.2f} ({each})")
+            lines.append(f"- {c.label}, {pacing_name(p)}: {statistics.median(pairs):.2f} ({each})")
     return lines
 
 

@@ -2,9 +2,17 @@
 
 The yardstick for client cost (bench/peer_cost.py, bench/client_scale.py): every request gets
 `tokens` content events, then a finish event, a usage event and [DONE], as SSE over HTTP/1.1
-keep-alive with chunked encoding. Unpaced (pace 0) a whole stream is one write of prebuilt
-bytes; paced, one ticker writes the next event to every open stream each `pace_ms` (as a
-batched decode step does), so the server costs one timer and one write per stream per step.
+keep-alive with chunked encoding. Paced, one ticker writes the next event to every open stream
+each `pace_ms` (as a batched decode step does), so the server costs one timer and one write
+per stream per step. Two unpaced forms:
+
+- pace -1, one write per event: the ticker runs as fast as the loop lets it, each step as
+  soon as the last one's writes are done. This is how an engine streams when nothing holds
+  it back (each token its own write), and the client reads whatever has piled up since its
+  last read.
+- pace 0, one write per stream: the whole stream as one write of prebuilt bytes. No engine
+  streams like this. A client then receives a stream in a few reads, so this form prices
+  the parsing alone.
 
     python bench/peers/stream_server.py [--port 0] [--tokens 256] [--pace-ms 0]
 
@@ -105,7 +113,7 @@ class Server:
         self.whole_body = HEAD + b"".join(self.events)  # the unpaced stream, built once
 
     def start_stream(self, conn: Connection, prompt_tokens: int) -> None:
-        if self.pace_s <= 0:  # the whole stream at once: the socket sets the pace
+        if self.pace_s == 0:  # the whole stream at once: the socket sets the pace
             conn.write(self.whole_body + _tail(prompt_tokens, self.tokens))
             self._finished(self.tokens)
             return
@@ -115,7 +123,8 @@ class Server:
         if not self._ticking:
             self._ticking = True
             loop = asyncio.get_running_loop()
-            loop.call_at(loop.time() + self.pace_s, self._tick, loop.time() + self.pace_s)
+            due = loop.time() + max(self.pace_s, 0.0)
+            loop.call_at(due, self._tick, due)
 
     def _tick(self, due: float) -> None:
         """One decode step: the next token to every open stream, the end to those done."""
@@ -135,8 +144,9 @@ class Server:
         if not self.open_streams:
             self._ticking, self._last_step_at = False, None
             return
-        # Keep to the schedule, but never fire a backlog of steps in a burst.
-        due = max(due + self.pace_s, loop.time())
+        # Keep to the schedule, but never fire a backlog of steps in a burst. Unpaced per
+        # event (a negative pace), the next step is due at once: the loop's next turn.
+        due = max(due + max(self.pace_s, 0.0), loop.time())
         loop.call_at(due, self._tick, due)
 
     def _finished(self, tokens: int) -> None:
@@ -247,7 +257,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0 = a free port")
     parser.add_argument("--tokens", type=int, default=256, help="content events per stream")
-    parser.add_argument("--pace-ms", type=float, default=0.0, help="between tokens; 0 = at once")
+    parser.add_argument(
+        "--pace-ms",
+        type=float,
+        default=0.0,
+        help="between tokens; 0 = the whole stream in one write, -1 = one write per event, unpaced",
+    )
     args = parser.parse_args()
     uvloop.run(serve(args.port, args.tokens, args.pace_ms))
 

@@ -30,7 +30,7 @@ def server_url():
         yield url
 
 
-@pytest.mark.parametrize("pace_ms", [0, 2])
+@pytest.mark.parametrize("pace_ms", [0, -1, 2])  # a write per stream, per event, paced
 def test_the_floor_client_counts_every_event_the_server_sends(server_url, pace_ms):
     control(server_url, "/bench/config", {"tokens": 7, "pace_ms": pace_ms})
     floor = [sys.executable, str(BENCH / "peers" / "floor_client.py"), "--url", server_url,
@@ -40,6 +40,8 @@ def test_the_floor_client_counts_every_event_the_server_sends(server_url, pace_m
     stats = control(server_url, "/bench/stats")
     assert (stats["streams"], stats["tokens"], stats["requests"]) == (6, 42, 6)
     assert stats["request_bytes"] == 6 * 500
+    # Only the whole-stream form skips the ticker, whose steps are the events' writes.
+    assert (stats["steps"] > 0) == (pace_ms != 0)
 
 
 @pytest.mark.anyio
