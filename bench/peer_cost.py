@@ -1,7 +1,7 @@
 """Client CPU per streamed token: repro against the real peer load generators and a bare floor.
 
 One interleaved run against one streaming server that does almost nothing per token
-(bench/peers/stream_server.py): for each round, pacing (unpaced, 5 ms between tokens) and
+(bench/peers/stream_server.py): for each round, pacing (below) and
 stream length, every client runs the same workload in turn, in a rotated order: `streams`
 streams, `concurrency` at once, prompts of about the same request size. A client's cost is
 the user+system CPU of its whole process tree (children included, the server excluded), per
@@ -148,7 +148,7 @@ def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[
     control(w.url, "/bench/config", {"tokens": w.tokens, "pace_ms": pace_ms})
     server_cpu = control(w.url, "/bench/stats")["cpu_s"]
     load = os.getloadavg()[0]
-    log = w.workdir / f"{client.name}-{pace_ms:g}ms-{w.tokens}-r{round_}.log"  # -1: per event
+    log = w.workdir / f"{client.name}-{pace_ms:g}ms-{w.tokens}-r{round_}.log"
     run = run_client(client.argv(w), log, cwd=w.workdir, env=env, keep=keep, timeout_s=900)
     stats = control(w.url, "/bench/stats")
     if run.returncode != 0 or stats["streams"] < w.streams:
@@ -253,7 +253,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.streams = 1, 192
-    parse_paces(args.paces_ms)  # bad input is refused before anything runs
+    args.paces = parse_paces(args.paces_ms)  # bad input is refused before anything runs
     wanted = args.clients.split(",")
     unknown = set(wanted) - {c.name for c in CLIENTS}
     if unknown:
@@ -286,7 +286,7 @@ def measure_all(args: argparse.Namespace, clients: list[Client]) -> tuple[dict, 
     become_subreaper()
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-    paces = parse_paces(args.paces_ms)
+    paces = args.paces
     rows: list[Measurement] = []
     started, load_before = time.monotonic(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="peer-cost-") as tmp, stream_server() as (url, srv):

@@ -108,6 +108,7 @@ class Server:
 
     def configure(self, tokens: int, pace_ms: float) -> None:
         self.tokens, self.pace_s, self.stats = tokens, pace_ms / 1000, Stats()
+        self.step_s = max(self.pace_s, 0.0)  # between the ticker's steps; 0 per event
         self.texts = token_texts(tokens)
         self.events = [_sse(_chunk({"content": text})) for text in self.texts]
         self.whole_body = HEAD + b"".join(self.events)  # the unpaced stream, built once
@@ -123,7 +124,7 @@ class Server:
         if not self._ticking:
             self._ticking = True
             loop = asyncio.get_running_loop()
-            due = loop.time() + max(self.pace_s, 0.0)
+            due = loop.time() + self.step_s
             loop.call_at(due, self._tick, due)
 
     def _tick(self, due: float) -> None:
@@ -145,8 +146,8 @@ class Server:
             self._ticking, self._last_step_at = False, None
             return
         # Keep to the schedule, but never fire a backlog of steps in a burst. Unpaced per
-        # event (a negative pace), the next step is due at once: the loop's next turn.
-        due = max(due + max(self.pace_s, 0.0), loop.time())
+        # event, the next step is due at once: the loop's next turn.
+        due = max(due + self.step_s, loop.time())
         loop.call_at(due, self._tick, due)
 
     def _finished(self, tokens: int) -> None:
@@ -264,6 +265,8 @@ def main() -> None:
         help="between tokens; 0 = the whole stream in one write, -1 = one write per event, unpaced",
     )
     args = parser.parse_args()
+    if args.pace_ms < 0 and args.pace_ms != -1:
+        parser.error(f"--pace-ms {args.pace_ms:g} is negative; -1 is the unpaced write per event")
     uvloop.run(serve(args.port, args.tokens, args.pace_ms))
 
 
