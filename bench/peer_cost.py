@@ -7,7 +7,9 @@ streams, `concurrency` at once, prompts of about the same request size. A client
 the user+system CPU of its whole process tree (children included, the server excluded), per
 1M tokens the server sent (warm-up and check requests included, as the client chose to send
 them). Total = at the base length (start-up included); marginal = the CPU difference between
-the long and the base length divided by the token difference. Medians over the rounds.
+the long and the base length divided by the token difference. Medians over the rounds. Each
+marginal is also printed split into user-space and kernel time: the kernel's part (reads,
+wake-ups, TCP) is what every client pays per token; the user-space part is the client's own.
 
 Pacings (`--paces-ms`): a figure is the time between a stream's tokens, as an engine's decode
 step sets it; `event` is unpaced with one write per event, as an engine streams when nothing
@@ -141,6 +143,7 @@ class Measurement:
     request_bytes: int
     server_cpu_s: float
     load: float
+    user_s: float | None = None  # the user-space part of cpu_s (rows saved before had none)
 
 
 def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[str, str],
@@ -157,7 +160,7 @@ def measure(client: Client, w: Workload, pace_ms: float, round_: int, env: dict[
                  f"{w.streams} streams); its log {log} ends:\n{tail}")  # fmt: skip
     return Measurement(client.name, round_, pace_ms, w.tokens, run.cpu_s, run.wall_s,
                        stats["tokens"], stats["streams"], stats["request_bytes"],
-                       stats["cpu_s"] - server_cpu, load)  # fmt: skip
+                       stats["cpu_s"] - server_cpu, load, run.user_s)  # fmt: skip
 
 
 # The unpaced forms by name, as the stream server's pace: a negative pace is a write per event.
@@ -184,16 +187,17 @@ def pacing_name(pace_ms: float) -> str:
     return f"paced {pace_ms:g} ms"
 
 
-def per_million(rows: list[Measurement], client: str, pace: float, base: int, long: int):
+def per_million(rows: list[Measurement], client: str, pace: float, base: int, long: int,
+                cpu: Callable[[Measurement], float] = lambda m: m.cpu_s):  # fmt: skip
     """(total, marginal, marginals of every round) in CPU-seconds per 1M tokens; the first
-    two are medians over rounds."""
+    two are medians over rounds. `cpu` picks the CPU figure of a row (all of it by default)."""
     by = {
         (m.round, m.tokens_per_stream): m for m in rows if m.client == client and m.pace_ms == pace
     }
     rounds = sorted({r for r, _ in by})
-    total = statistics.median(by[r, base].cpu_s / by[r, base].tokens * 1e6 for r in rounds)
+    total = statistics.median(cpu(by[r, base]) / by[r, base].tokens * 1e6 for r in rounds)
     marginals = [
-        (by[r, long].cpu_s - by[r, base].cpu_s) / (by[r, long].tokens - by[r, base].tokens) * 1e6
+        (cpu(by[r, long]) - cpu(by[r, base])) / (by[r, long].tokens - by[r, base].tokens) * 1e6
         for r in rounds
     ]
     return total, statistics.median(marginals), marginals
@@ -337,6 +341,7 @@ def report(meta: dict, rows: list[Measurement], clients: list[Client]) -> str:
         "",
         f"The stream server's own CPU per 1M tokens (median over runs): {server}.",
         *paired_ratios(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
+        *user_and_system(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
     ])  # fmt: skip
 
 
@@ -359,6 +364,23 @@ def paired_ratios(rows: list[Measurement], clients: list[Client], paces: list[fl
             ]
             each = ", ".join(f"{r:.2f}" for r in pairs)
             lines.append(f"- {c.label}, {pacing_name(p)}: {statistics.median(pairs):.2f} ({each})")
+    return lines
+
+
+def user_and_system(rows: list[Measurement], clients: list[Client], paces: list[float], base: int,
+                    long: int) -> list[str]:  # fmt: skip
+    """Each marginal split into user-space and kernel CPU: what a client's own code costs per
+    token, apart from the reads, wake-ups and TCP work that every client pays."""
+    if any(m.user_s is None for m in rows):
+        return []  # rows saved before the split was kept
+    lines = ["", "The marginal split, user-space / system CPU-seconds per 1M tokens (medians):", ""]
+    for p in paces:
+        cells = []
+        for c in clients:
+            user = per_million(rows, c.name, p, base, long, lambda m: m.user_s)[1]
+            system = per_million(rows, c.name, p, base, long, lambda m: m.cpu_s - m.user_s)[1]
+            cells.append(f"{c.name} {user:.1f} / {system:.1f}")
+        lines.append(f"- {pacing_name(p)}: " + "; ".join(cells))
     return lines
 
 

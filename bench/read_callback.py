@@ -13,8 +13,13 @@ under valgrind's callgrind, at two stream counts, and the difference of the inst
 executed, per event, is repro's work alone (start-up and imports cancel), the same on every
 run. Compare two commits by pointing PYTHONPATH at each.
 
+`--part` isolates one share of the callback: `decode` runs only repro's chunk decoder over
+the same events' JSON, `decode-minimal` a decoder whose schema holds nothing but
+`choices[].delta.content`, the least any typed decode of these events costs (each with its
+loop, about a hundred instructions).
+
     python bench/read_callback.py [--tokens 512] [--streams 2000] [--rounds 7]
-    python bench/read_callback.py --instructions [--tokens 512]
+    python bench/read_callback.py --instructions [--tokens 512] [--part decode]
 """
 
 from __future__ import annotations
@@ -30,11 +35,14 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+import orjson
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.stream_server import HEAD, _tail, _sse, _chunk, token_texts  # noqa: I001
 
+from repro.harness.chunk import decode_chunk
 from repro.harness.client import StreamProgress
 from repro.harness.sse_connection import SseConnection
 
@@ -53,6 +61,39 @@ def stream_reads(tokens: int) -> list[bytes]:
     """One stream's reads as a paced server sends them: the head, one event each, the tail."""
     events = [_sse(_chunk({"content": text})) for text in token_texts(tokens)]
     return [HEAD, *events[:-1], events[-1] + _tail(1000, tokens)]
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    delta: _Delta | None = None
+
+
+class _ContentOnly(msgspec.Struct, gc=False):
+    """The least a typed decode can ask of an event: its text and nothing else."""
+
+    choices: list[_Choice] | None = None
+
+
+DECODERS = {"decode": decode_chunk, "decode-minimal": msgspec.json.Decoder(_ContentOnly).decode}
+PARTS = ("callback", *DECODERS)
+
+
+def event_payloads(tokens: int) -> list[bytes]:
+    """The JSON of one stream's text events, as the decoder is handed it."""
+    return [orjson.dumps(_chunk({"content": text})) for text in token_texts(tokens)]
+
+
+def decode_round(part: str, payloads: list[bytes], streams: int) -> float:
+    """CPU seconds per event for decoding `streams` streams' events alone."""
+    decode = DECODERS[part]
+    started = time.process_time()
+    for _ in range(streams):
+        for payload in payloads:
+            decode(payload)
+    return (time.process_time() - started) / (streams * len(payloads))
 
 
 def gap_figures(progress: StreamProgress) -> object:
@@ -83,7 +124,7 @@ async def measure(reads: list[bytes], streams: int, rounds: int) -> list[float]:
     return [await one_round(reads, streams) for _ in range(rounds)]
 
 
-def instructions_per_event(tokens: int, few: int = 20, more: int = 60) -> float:
+def instructions_per_event(tokens: int, part: str, few: int = 20, more: int = 60) -> float:
     """Instructions executed per event, from two callgrind runs of `once` (few, more streams)."""
     if shutil.which("valgrind") is None:
         sys.exit("--instructions needs valgrind (apt install valgrind)")
@@ -98,6 +139,8 @@ def instructions_per_event(tokens: int, few: int = 20, more: int = 60) -> float:
             str(tokens),
             "--streams",
             str(streams),
+            "--part",
+            part,
         ]
         # One BLAS thread: numpy's idle pool threads would add their spinning to the count.
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
@@ -115,22 +158,32 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=512, help="events with text per stream")
     parser.add_argument("--streams", type=int, default=2000, help="per round")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--part", choices=PARTS, default="callback",
+                        help="the whole read callback, or only the decoding of its events")  # fmt: skip
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per event under valgrind instead of timing")  # fmt: skip
     parser.add_argument(
         "--once", action="store_true", help=argparse.SUPPRESS
     )  # one pass, no output
     args = parser.parse_args()
+    what = "read callback" if args.part == "callback" else f"{args.part} alone"
     if args.once:
-        uvloop.run(one_round(stream_reads(args.tokens), args.streams))
+        if args.part == "callback":
+            uvloop.run(one_round(stream_reads(args.tokens), args.streams))
+        else:
+            decode_round(args.part, event_payloads(args.tokens), args.streams)
         return
     if args.instructions:
-        count = instructions_per_event(args.tokens)
-        print(f"read callback: {count:,.0f} instructions per event, {args.tokens}-token streams")
+        count = instructions_per_event(args.tokens, args.part)
+        print(f"{what}: {count:,.0f} instructions per event, {args.tokens}-token streams")
         return
-    per_event = uvloop.run(measure(stream_reads(args.tokens), args.streams, args.rounds))
+    if args.part == "callback":
+        per_event = uvloop.run(measure(stream_reads(args.tokens), args.streams, args.rounds))
+    else:
+        payloads = event_payloads(args.tokens)
+        per_event = [decode_round(args.part, payloads, args.streams) for _ in range(args.rounds)]
     print(
-        f"read callback: {statistics.median(per_event) * 1e6:.3f} us CPU per event "
+        f"{what}: {statistics.median(per_event) * 1e6:.3f} us CPU per event "
         f"(median of {args.rounds}; rounds {min(per_event) * 1e6:.3f}–"
         f"{max(per_event) * 1e6:.3f}), {args.tokens}-token streams"
     )

@@ -45,12 +45,14 @@ def control(url: str, path: str, body: dict | None = None) -> dict:
 
 @dataclass(frozen=True)
 class ClientRun:
-    """One client process, run to its end: CPU of its whole tree, wall time, exit code."""
+    """One client process, run to its end: CPU of its whole tree (and the user-space part of
+    it), wall time, exit code."""
 
     cpu_s: float
     wall_s: float
     returncode: int
     log: Path
+    user_s: float
 
 
 def become_subreaper() -> None:
@@ -83,14 +85,16 @@ def run_client(
     wall_s = time.monotonic() - started
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child.pid, 9)  # anything the client left running in its group
-    cpu_s = usage.ru_utime + usage.ru_stime
-    cpu_s += _reap_orphans(keep)
-    return ClientRun(cpu_s, wall_s, child.returncode, log)
+    orphans_user_s, orphans_system_s = _reap_orphans(keep)
+    user_s = usage.ru_utime + orphans_user_s
+    cpu_s = user_s + usage.ru_stime + orphans_system_s
+    return ClientRun(cpu_s, wall_s, child.returncode, log, user_s)
 
 
-def _reap_orphans(keep: set[int]) -> float:
-    """CPU of reparented orphans that have exited (waits briefly for ones just killed)."""
-    cpu_s, until = 0.0, time.monotonic() + 1.0
+def _reap_orphans(keep: set[int]) -> tuple[float, float]:
+    """User and system CPU of reparented orphans that have exited (waits briefly for ones
+    just killed)."""
+    user_s, system_s, until = 0.0, 0.0, time.monotonic() + 1.0
     while time.monotonic() < until:
         try:
             pid, _, usage = os.wait4(-1, os.WNOHANG)
@@ -102,8 +106,9 @@ def _reap_orphans(keep: set[int]) -> float:
             time.sleep(0.05)
             continue
         if pid not in keep:
-            cpu_s += usage.ru_utime + usage.ru_stime
-    return cpu_s
+            user_s += usage.ru_utime
+            system_s += usage.ru_stime
+    return user_s, system_s
 
 
 def _has_children_besides(keep: set[int]) -> bool:

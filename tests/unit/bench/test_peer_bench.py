@@ -76,3 +76,45 @@ async def test_the_read_callback_bench_reads_whole_clean_streams() -> None:
     assert len(reads) == 9  # the head, then one read per token (the last with the tail)
     per_event_s = await read_callback.one_round(reads, streams=3)
     assert 0 < per_event_s < 0.01
+
+
+@pytest.mark.parametrize("part", ["decode", "decode-minimal"])
+def test_the_read_callback_bench_decodes_every_events_text(part: str) -> None:
+    # --part decode(-minimal) must price a real decode of the stream server's events: each
+    # decoder gives back the event's text, so its count is not that of a failing call.
+    import read_callback
+
+    payloads = read_callback.event_payloads(8)
+    decode = read_callback.DECODERS[part]
+    texts = [decode(payload).choices[0].delta.content for payload in payloads]
+    assert texts == token_texts(8)
+    assert 0 < read_callback.decode_round(part, payloads, streams=3) < 0.01
+
+
+def test_a_client_run_keeps_the_user_space_part_of_its_cpu(server_url, tmp_path: Path) -> None:
+    from peers.common import run_client
+
+    floor = [sys.executable, str(BENCH / "peers" / "floor_client.py"), "--url", server_url,
+             "--streams", "16", "--concurrency", "4"]  # fmt: skip
+    control(server_url, "/bench/config", {"tokens": 64, "pace_ms": 0})
+    run = run_client(floor, tmp_path / "floor.log", cwd=tmp_path, env={}, keep=set(),
+                     timeout_s=60)  # fmt: skip
+    assert run.returncode == 0, run.log.read_text()
+    assert 0 < run.user_s < run.cpu_s  # a socket client always spends some time in the kernel
+
+
+def test_peer_cost_splits_each_marginal_into_user_and_system() -> None:
+    import peer_cost
+
+    def row(client: str, tokens_per_stream: int, user_s: float, system_s: float):
+        return peer_cost.Measurement(client, 0, 5.0, tokens_per_stream, user_s + system_s, 1.0,
+                                     tokens_per_stream * 1000, 1000, 0, 0.0, 0.0, user_s)  # fmt: skip
+
+    rows = [row("floor", 256, 1.0, 2.0), row("floor", 512, 2.0, 4.0),
+            row("repro", 256, 2.0, 2.0), row("repro", 512, 4.5, 4.0)]  # fmt: skip
+    clients = [c for c in peer_cost.CLIENTS if c.name in ("floor", "repro")]
+    lines = peer_cost.user_and_system(rows, clients, [5.0], 256, 512)
+    # 256,000 more tokens: the floor 1 s more user and 2 s more system, repro 2.5 and 2.
+    assert lines[-1] == "- paced 5 ms: floor 3.9 / 7.8; repro 9.8 / 7.8"
+    old_rows = [peer_cost.Measurement(**{**r.__dict__, "user_s": None}) for r in rows]
+    assert peer_cost.user_and_system(old_rows, clients, [5.0], 256, 512) == []
