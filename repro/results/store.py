@@ -311,6 +311,13 @@ class RunStore:
             }
         )
 
+    @staticmethod
+    def warm_up() -> None:
+        """Load now what the first part's write will need: pyarrow imports pandas on its first
+        array, and that import (about 0.3 s, mostly under the GIL) would otherwise run in the
+        writer thread at the first flush, a few seconds into the load."""
+        pa.Table.from_pylist([], schema=TURN_SCHEMA)
+
     async def flush(self) -> None:
         """The turns since the last flush become one new part, written in a worker thread so
         the event loop keeps streaming; raises StoreError when the write keeps failing."""

@@ -182,3 +182,38 @@ def test_a_run_folder_is_refused_by_what_it_already_holds(tmp_path: Path) -> Non
     create_run_folder(used, refuse="nothing")  # a worker's folder, made by its parent
     create_run_folder(tmp_path / "new" / "run", refuse="anything")
     assert (tmp_path / "new" / "run").is_dir()
+
+
+_FIRST_PART = """
+import json, sys
+from pathlib import Path
+from repro.harness.turn import TurnRecord
+from repro.results.store import RunStore
+store = RunStore(Path(sys.argv[1]))
+if sys.argv[3] == "warm":
+    store.warm_up()
+before = set(sys.modules)
+store.append(TurnRecord(**json.loads(sys.argv[2])))
+assert store.close() is None
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_after_the_warm_up_the_first_part_imports_nothing(tmp_path: Path, warm: bool) -> None:
+    """pyarrow imports pandas on its first array: after `warm_up` (done before the load) the
+    first part's write, in the writer thread a few seconds into a run, imports nothing."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    row = json.dumps(dataclasses.asdict(record(corrupted=True)))
+    done = subprocess.run([sys.executable, "-c", _FIRST_PART, str(tmp_path / "run"), row,
+                           "warm" if warm else "cold"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout)
+    if warm:
+        assert imported == []
+    else:  # what the warm-up is for: without it, the write itself brings pandas in
+        assert "pandas" in imported
+    assert read_turn_table(tmp_path / "run" / "turns.parquet").num_rows == 1
