@@ -144,7 +144,6 @@ class LoadGenerator:
         # The first verdict compiles the tools' schemas and loads the checkers: done here, not
         # inside the first turn, where it would hold the loop (and every timing) for a while.
         self.judge(AssistantOutput(finish_reason="stop"), self.tools)
-        self.store.warm_up()
         # What is alive now (modules, scenario, checkers) lives as long as the run: set aside
         # from the cyclic collector, whose full passes over it held the loop 100-150 ms.
         gc.collect()

@@ -205,6 +205,10 @@ class RunStore:
         self._worker = worker
         self._part_prefix = "" if worker is None else f"w{worker:02d}-"
         self._pending: list[TurnRecord] = []
+        # Load now what the first part's write needs: pyarrow imports pandas on its first array
+        # (about 0.3 s, mostly under the GIL), which would otherwise happen in the writer thread
+        # at the first flush, seconds into the load, and after the load's gc.freeze().
+        pa.Table.from_pylist([], schema=TURN_SCHEMA)
         self._failures: JsonLines | RelayedLines
         self._protocol_errors: JsonLines | RelayedLines
         self._client_load: JsonLines | RelayedLines
@@ -310,13 +314,6 @@ class RunStore:
                 "truncated": len(event) < event_chars,
             }
         )
-
-    @staticmethod
-    def warm_up() -> None:
-        """Load now what the first part's write will need: pyarrow imports pandas on its first
-        array, and that import (about 0.3 s, mostly under the GIL) would otherwise run in the
-        writer thread at the first flush, a few seconds into the load."""
-        pa.Table.from_pylist([], schema=TURN_SCHEMA)
 
     async def flush(self) -> None:
         """The turns since the last flush become one new part, written in a worker thread so
