@@ -112,6 +112,11 @@ def chatclient(w: Workload) -> list[str]:
             "--streams", str(w.streams), "--concurrency", str(w.concurrency)]  # fmt: skip
 
 
+def chatclient_fresh(w: Workload) -> list[str]:
+    # `repro run` here opens a connection per session, and a session is one stream.
+    return [*chatclient(w), "--connection-per-stream"]
+
+
 @dataclass(frozen=True)
 class Client:
     name: str
@@ -127,6 +132,7 @@ CLIENTS = (
     Client("guidellm", "GuideLLM 0.8.1", guidellm, GUIDELLM),
     Client("repro", "`repro run --url` (sessions, checking, run folder)", repro_run),
     Client("chatclient", "repro's `ChatClient` alone", chatclient),
+    Client("chatclient-fresh", "its ChatClient, a new connection per stream", chatclient_fresh),
 )
 
 

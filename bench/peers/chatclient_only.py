@@ -2,7 +2,12 @@
 or the run folder, driven as the load generator drives it (a client per session).
 
     python bench/peers/chatclient_only.py --url http://127.0.0.1:PORT [--streams 640]
-        [--concurrency 64]
+        [--concurrency 64] [--connection-per-stream]
+
+By default each of the `concurrency` tasks keeps one connection for all its streams. With
+--connection-per-stream each stream opens and closes its own, as `repro run` does when a
+session is a single turn (the peer bench's workload): the difference between the two prices
+the connection pattern alone, apart from sessions, checking and the run folder.
 
 Every request is the first turn of an agentic-coding session, built as the load generator
 builds it. Prints one JSON line (streams finished, chunks received); exits 1 if any failed.
@@ -34,7 +39,7 @@ def first_turn_body(session_id: int) -> bytes:
                          "separate_reasoning": True})  # fmt: skip
 
 
-async def run(url: str, streams: int, concurrency: int) -> tuple[int, int]:
+async def run(url: str, streams: int, concurrency: int, fresh: bool) -> tuple[int, int]:
     tls = ssl.create_default_context()
     left, done, chunks = streams, 0, 0
 
@@ -47,6 +52,9 @@ async def run(url: str, streams: int, concurrency: int) -> tuple[int, int]:
             await client.stream_chat(first_turn_body(left), progress, deadline_s=120)
             if progress.done:
                 done, chunks = done + 1, chunks + progress.chunks
+            if fresh:
+                await client.aclose()
+                client = ChatClient(url, watchdog, 60, tls=tls)
         await client.aclose()
 
     async with running_watchdog() as watchdog, anyio.create_task_group() as group:
@@ -60,8 +68,11 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--streams", type=int, default=640)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--connection-per-stream", action="store_true",
+                        help="open and close a connection for each stream")  # fmt: skip
     args = parser.parse_args()
     done, chunks = anyio.run(run, args.url, args.streams, args.concurrency,
+                             args.connection_per_stream,
                              backend_options={"use_uvloop": True})  # fmt: skip
     print(json.dumps({"streams": done, "chunks": chunks}))
     if done != args.streams:

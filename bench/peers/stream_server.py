@@ -92,6 +92,7 @@ class Stats:
     tokens: int = 0
     requests: int = 0
     request_bytes: int = 0
+    connections: int = 0  # opened since the last reset, this stats request's own included
     steps: int = 0  # paced: intervals between decode steps, and their sum (the real pace)
     steps_s: float = 0.0
 
@@ -171,6 +172,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.server.stats.connections += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.drop(self)

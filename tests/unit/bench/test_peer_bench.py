@@ -25,9 +25,14 @@ EVENTS_BESIDES_TOKENS = 4  # the role event, the finish event, the usage event, 
 
 
 @pytest.fixture(scope="module")
-def server_url():
-    with stream_server() as (url, _):
-        yield url
+def server():
+    with stream_server() as (url, process):
+        yield url, process
+
+
+@pytest.fixture
+def server_url(server):
+    return server[0]
 
 
 @pytest.mark.parametrize("pace_ms", [0, -1, 2])  # a write per stream, per event, paced
@@ -42,6 +47,19 @@ def test_the_floor_client_counts_every_event_the_server_sends(server_url, pace_m
     assert stats["request_bytes"] == 6 * 500
     # Only the whole-stream form skips the ticker, whose steps are the events' writes.
     assert (stats["steps"] > 0) == (pace_ms != 0)
+
+
+@pytest.mark.parametrize("fresh, connections", [(False, 3), (True, 6)])
+def test_the_chatclient_alone_keeps_or_renews_its_connections_as_told(
+    server_url, fresh, connections
+):
+    control(server_url, "/bench/config", {"tokens": 5, "pace_ms": 1})
+    chat = [sys.executable, str(BENCH / "peers" / "chatclient_only.py"), "--url", server_url,
+            "--streams", "6", "--concurrency", "3"] + ["--connection-per-stream"] * fresh  # fmt: skip
+    done = subprocess.run(chat, capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == {"streams": 6, "chunks": 6 * 5}
+    stats = control(server_url, "/bench/stats")
+    assert (stats["streams"], stats["connections"] - 1) == (6, connections)  # less the stats call
 
 
 @pytest.mark.anyio
@@ -91,13 +109,15 @@ def test_the_read_callback_bench_decodes_every_events_text(part: str) -> None:
     assert 0 < read_callback.decode_round(part, payloads, streams=3) < 0.01
 
 
-def test_a_client_run_keeps_the_user_space_part_of_its_cpu(server_url, tmp_path: Path) -> None:
+def test_a_client_run_keeps_the_user_space_part_of_its_cpu(server, tmp_path: Path) -> None:
     from peers.common import run_client
 
-    floor = [sys.executable, str(BENCH / "peers" / "floor_client.py"), "--url", server_url,
+    url, process = server
+    floor = [sys.executable, str(BENCH / "peers" / "floor_client.py"), "--url", url,
              "--streams", "16", "--concurrency", "4"]  # fmt: skip
-    control(server_url, "/bench/config", {"tokens": 64, "pace_ms": 0})
-    run = run_client(floor, tmp_path / "floor.log", cwd=tmp_path, env={}, keep=set(),
+    control(url, "/bench/config", {"tokens": 64, "pace_ms": 0})
+    # The server is the test process's child too: kept, so orphans are not awaited for it.
+    run = run_client(floor, tmp_path / "floor.log", cwd=tmp_path, env={}, keep={process.pid},
                      timeout_s=60)  # fmt: skip
     assert run.returncode == 0, run.log.read_text()
     assert 0 < run.user_s < run.cpu_s  # a socket client always spends some time in the kernel
