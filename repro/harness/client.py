@@ -1,4 +1,4 @@
-"""The streaming chat client: one kept-alive connection per session, SSE parsed as it arrives.
+"""The streaming chat client: one kept-alive connection, SSE parsed as it arrives.
 
 `stream_chat` fills a `StreamProgress` in place, so whatever way a request ends (done,
 error, deadline, abort, cancellation) the caller still holds every byte that arrived. Every

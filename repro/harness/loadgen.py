@@ -1,7 +1,8 @@
 """The load generator: N agent sessions in flight, every turn judged and recorded as it ends.
 
 One anyio task per session, created only when a slot frees up, so memory follows the sessions
-in flight, not the sessions asked for; the first `concurrency` start over the ramp-up. The
+in flight, not the sessions asked for; the first `concurrency` start over the ramp-up. A
+session that ends hands its client, connection open, to the next one to start. The
 watchdog (harness.watchdog) ends the run with a wedge verdict when no session has received a
 token for `stall_after_s` while requests are open, counting only time repro was running.
 """
@@ -95,6 +96,8 @@ class LoadGenerator:
         self.probe = LoopProbe(self.clock, on_window=store.add_client_load)
         self._corrupted_sessions: set[int] = set()
         self._scope: anyio.CancelScope | None = None
+        # Clients of sessions that ended, their connections still open, for the next sessions.
+        self._idle_clients: list[ChatClient] = []
 
     @classmethod
     def for_endpoint(
@@ -152,6 +155,9 @@ class LoadGenerator:
             await self._run_sessions()
         finally:
             gc.unfreeze()
+            for client in self._idle_clients:
+                await client.aclose()
+            self._idle_clients.clear()
         self.probe.end_window()
 
     async def _run_sessions(self) -> None:
@@ -203,12 +209,21 @@ class LoadGenerator:
             slot.release()
 
     async def _converse(self, session_id: int, due_s: float) -> None:
-        client = self.new_client()
+        # A session goes on with the connection a finished session left open, as a client's
+        # pool would (every peer load generator reuses its connections). Each new connection
+        # also costs the kernel more per streamed token for as long as it lives (in
+        # bench/RESULTS.md, a third more system CPU over 2048-token streams).
+        client = self._idle_clients.pop() if self._idle_clients else self.new_client()
+        ended = False
         try:
             await self._turns(session_id, client, due_s)
+            ended = True
         finally:
-            with anyio.CancelScope(shield=True):
-                await client.aclose()
+            if ended:
+                self._idle_clients.append(client)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
 
     async def _turns(self, session_id: int, client: ChatClient, due_s: float) -> None:
         """The session's turns, each due the moment the one before ended (an agent waits for

@@ -2,7 +2,9 @@
 
 A response is (status, body): the body is bytes, sent as one HTTP chunk, or an async iterator
 of bytes, each piece sent as a chunk when it is yielded (so a test controls the timing).
-Every request's path and body are kept in `requests` for the test to look at.
+Every request's path and body are kept in `requests` for the test to look at, and the
+connection it came on (numbered from 1) in `request_connections`. A GET (an endpoint probe
+such as /v1/models) gets an empty JSON list and is not kept.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Scripted:
 
     handlers: set[asyncio.Task] = field(default_factory=set)
     connections: int = 0
+    request_connections: list[int] = field(default_factory=list)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -30,21 +33,31 @@ class Scripted:
         self.handlers.add(task)
         self.connections += 1
         try:
-            await self._answer(reader, writer)
+            await self._answer(reader, writer, self.connections)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
             self.handlers.discard(task)
 
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _answer(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: int
+    ) -> None:
         while True:  # keep-alive: one request after another on this connection
             head = await reader.readuntil(b"\r\n\r\n")
             line, *fields = head.decode("latin-1").split("\r\n")
+            if line.startswith("GET "):
+                listing = b'{"object": "list", "data": []}'
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(listing), listing)
+                )
+                continue
             length = next(
                 int(f.split(":", 1)[1]) for f in fields if f.lower().startswith("content-length")
             )
             self.requests.append((line.split(" ")[1], await reader.readexactly(length)))
+            self.request_connections.append(connection)
             status, body = self.responses[(len(self.requests) - 1) % len(self.responses)]
             writer.write(
                 f"HTTP/1.1 {status} X\r\ncontent-type: {self.content_type}\r\n"
