@@ -123,6 +123,7 @@ class Client:
     label: str
     argv: Callable[[Workload], list[str]]
     needs: Path | None = None
+    by_default: bool = True  # a diagnostic variant is run only when named
 
 
 CLIENTS = (
@@ -132,7 +133,12 @@ CLIENTS = (
     Client("guidellm", "GuideLLM 0.8.1", guidellm, GUIDELLM),
     Client("repro", "`repro run --url` (sessions, checking, run folder)", repro_run),
     Client("chatclient", "repro's `ChatClient` alone", chatclient),
-    Client("chatclient-fresh", "its ChatClient, a new connection per stream", chatclient_fresh),
+    Client(
+        "chatclient-fresh",
+        "its ChatClient, a new connection per stream",
+        chatclient_fresh,
+        by_default=False,
+    ),
 )
 
 
@@ -257,7 +263,8 @@ def main() -> None:
     parser.add_argument("--paces-ms", default="event,stream,5",
                         help="comma-separated: ms between tokens, or `event` (unpaced, a write "
                         "per event) or `stream` (unpaced, the whole stream in one write)")  # fmt: skip
-    parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS))
+    parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS if c.by_default),
+                        help="comma-separated, from: " + ", ".join(c.name for c in CLIENTS))  # fmt: skip
     parser.add_argument("--record", type=Path, help="write the table into this RESULTS.md")
     parser.add_argument("--rows", type=Path, help="measure nothing: the table of saved rows")
     args = parser.parse_args()
