@@ -210,9 +210,9 @@ class LoadGenerator:
 
     async def _converse(self, session_id: int, due_s: float) -> None:
         # A session goes on with the connection a finished session left open, as a client's
-        # pool would (every peer load generator reuses its connections). Each new connection
-        # also costs the kernel more per streamed token for as long as it lives (in
-        # bench/RESULTS.md, a third more system CPU over 2048-token streams).
+        # pool would (every peer load generator reuses its connections). A connection per
+        # one-turn session cost the kernel a third more per streamed token (bench/RESULTS.md,
+        # "a connection per session"); why, is not known.
         client = self._idle_clients.pop() if self._idle_clients else self.new_client()
         ended = False
         try:
