@@ -90,6 +90,15 @@ class StreamProgress:
     # generated token with its scores, whichever field its text went to.
     logprobs: list[dict] = field(default_factory=list)
 
+    def content_text(self) -> str:
+        """The content so far as one string. The pieces are merged in place, so the turn's
+        several readers (checker, record, next message) join its text once, not each time."""
+        return _merged(self.content)
+
+    def reasoning_text(self) -> str:
+        """The reasoning so far as one string, merged in place as `content_text`."""
+        return _merged(self.reasoning)
+
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c.name, "".join(c.arguments)) for _, c in sorted(self.calls.items()))
 
@@ -154,6 +163,12 @@ class StreamProgress:
     def gap_stats(self) -> GapStats:
         """The inter-token gaps so far: one between reads, zero within a read."""
         return GapStats.from_read_stamps(self.read_stamps, self.chunks)
+
+
+def _merged(pieces: list[str]) -> str:
+    if len(pieces) > 1:
+        pieces[:] = ["".join(pieces)]
+    return pieces[0] if pieces else ""
 
 
 class ChatClient:

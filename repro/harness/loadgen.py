@@ -323,8 +323,8 @@ class LoadGenerator:
         if progress.outcome is not TurnOutcome.OK or not self.spec.judges_validity:
             return Verdict(), []
         output = AssistantOutput(
-            content="".join(progress.content),
-            reasoning="".join(progress.reasoning),
+            content=progress.content_text(),
+            reasoning=progress.reasoning_text(),
             tool_calls=progress.tool_calls(),
             finish_reason=progress.finish_reason,
         )
@@ -345,10 +345,10 @@ class LoadGenerator:
     def _assistant_message(
         self, progress: StreamProgress, calls: Sequence[ToolCall], ids: Sequence[str]
     ) -> dict:
-        content = "".join(progress.content)
+        content = progress.content_text()
         if calls and not progress.calls:
             content = content.split(BLOCK_LEAD_IN, 1)[0]  # the calls travel as tool_calls instead
-        return assistant_message(content, "".join(progress.reasoning), calls, ids)
+        return assistant_message(content, progress.reasoning_text(), calls, ids)
 
     def _record(
         self,
@@ -379,8 +379,8 @@ class LoadGenerator:
             completion_tokens=usage.completion_tokens,
             cached_tokens=usage.cached_tokens,
             finish_reason=progress.finish_reason,
-            content="".join(progress.content),
-            reasoning="".join(progress.reasoning),
+            content=progress.content_text(),
+            reasoning=progress.reasoning_text(),
             tool_calls=json.dumps(_call_dicts(calls), ensure_ascii=False),
             n_calls=len(calls),
             chunks=progress.chunks,

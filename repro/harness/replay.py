@@ -233,8 +233,8 @@ class Replay:
             record = records[key]
             mine = Answer(record.reasoning, record.content, loaded.tool_calls, loaded.tokens)
             theirs = Answer(
-                "".join(progress.reasoning),
-                "".join(progress.content),
+                progress.reasoning_text(),
+                progress.content_text(),
                 server_calls_json(progress),
                 scored_tokens(progress.logprobs),
             )

@@ -99,6 +99,18 @@ async def test_a_complete_stream_is_assembled() -> None:
     )
 
 
+def test_a_turns_text_is_joined_once_and_still_grows() -> None:
+    progress = StreamProgress(scheduled_at_s=0.0)
+    assert progress.content_text() == "" and progress.reasoning_text() == ""
+    progress.content += ["Read", "ing", "."]
+    progress.reasoning += ["Let ", "me"]
+    assert progress.content_text() == "Reading." and progress.reasoning_text() == "Let me"
+    # Merged in place: the next reader joins nothing, and a later piece is still appended.
+    assert progress.content == ["Reading."] and progress.reasoning == ["Let me"]
+    progress.content.append(" Done.")
+    assert progress.content_text() == "Reading. Done."
+
+
 async def test_a_stream_cut_off_is_a_transport_error_not_a_turn() -> None:
     progress = await call(GOOD.split(b"data: [DONE]")[0])
     assert progress.outcome is TurnOutcome.TRANSPORT_ERROR
