@@ -10,8 +10,13 @@ kernel's share of a read is not counted). Paced slowly enough that a client unde
 still reads every token alone, as a paced stream arrives. A client's per-second costs (timers,
 the loop probe) would count too: `--pace-ms` at three times the default shows whether they do.
 
+`--by-function N` also splits each client's count per token by the C function that executed
+it (callgrind_annotate, exclusive counts; Python code shows as the interpreter's loop), and
+prints the N functions where the last two clients named differ most: where one client's extra
+instructions per token go.
+
     python bench/client_instructions.py [--clients floor,chatclient,repro] [--streams 16]
-        [--tokens 64] [--pace-ms 40]
+        [--tokens 64] [--pace-ms 40] [--by-function 15]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -42,17 +48,61 @@ def argv_of(client: str, url: str, streams: int, workdir: Path, run: int) -> lis
             "--out", str(workdir / f"run-{run}")]  # fmt: skip
 
 
-def counted(argv: list[str], url: str, tokens: int, pace_ms: float) -> tuple[int, int]:
-    """(instructions the client executed, tokens the server sent it) for one run."""
+def counted(
+    argv: list[str], url: str, tokens: int, pace_ms: float, out: str = "/dev/null"
+) -> tuple[int, int]:
+    """(instructions the client executed, tokens the server sent it) for one run; callgrind's
+    profile goes to `out`."""
     control(url, "/bench/config", {"tokens": tokens, "pace_ms": pace_ms})
     # One BLAS thread: numpy's idle pool threads would add their spinning to the count.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
                           capture_output=True, text=True, env=env, cwd=REPO)  # fmt: skip
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         sys.exit(f"{argv[1]} failed under valgrind (exit {done.returncode}): {done.stderr[-800:]}")
     return int(found.group(1)), control(url, "/bench/stats")["tokens"]
+
+
+# A line of `callgrind_annotate --inclusive=no`: "  1,234 ( 0.5%)  file.c:function'2 [lib.so]"
+# (the library only where it changes). Named by the function alone: the same code is put down to
+# different libraries from one run to the next (OpenSSL's, statically in pyarrow too).
+_ANNOTATED = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(?:.*:)?([^:\s']+)(?:'\d+)?(?: \[.*\])?$")
+
+
+def by_function(profile: str) -> Counter[str]:
+    """Instructions per function, its recursion levels summed."""
+    annotated = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", profile],
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return parse_annotated(annotated)
+
+
+def parse_annotated(annotated: str) -> Counter[str]:
+    """`by_function` from callgrind_annotate's text."""
+    counts: Counter[str] = Counter()
+    for line in annotated.splitlines():
+        found = _ANNOTATED.match(line)
+        if found and "PROGRAM TOTALS" not in line:
+            counts[found.group(2)] += int(found.group(1).replace(",", ""))
+    return counts
+
+
+def print_functions(per_token: dict[str, dict[str, float]], rows: int) -> None:
+    """The functions where the last two clients differ most, instructions per token."""
+    names = list(per_token)
+    before, after = names[-2], names[-1]
+    functions = set().union(*per_token.values())
+    difference = {
+        f: per_token[after].get(f, 0.0) - per_token[before].get(f, 0.0) for f in functions
+    }
+    print(f"\nInstructions per token by function; {after} minus {before}, largest first:\n")
+    print("| function | " + " | ".join(names) + f" | {after} − {before} |")
+    print("|---|" + "---|" * (len(names) + 1))
+    for function in sorted(functions, key=lambda f: -abs(difference[f]))[:rows]:
+        cells = " | ".join(f"{per_token[n].get(function, 0.0):,.0f}" for n in names)
+        print(f"| {function} | {cells} | {difference[function]:+,.0f} |")
+    totals = " | ".join(f"{sum(per_token[n].values()):,.0f}" for n in names)
+    print(f"| all functions | {totals} | {sum(difference.values()):+,.0f} |")
 
 
 def main() -> None:
@@ -61,20 +111,38 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=16, help="all at once")
     parser.add_argument("--tokens", type=int, default=64, help="the short length; long is 3x")
     parser.add_argument("--pace-ms", type=float, default=40.0)
+    parser.add_argument("--by-function", type=int, default=0, metavar="N",
+                        help="also print the N functions where the last two clients differ most")  # fmt: skip
     args = parser.parse_args()
+    clients = args.clients.split(",")
+    unknown = sorted(set(clients) - {"floor", "chatclient", "repro"})
+    if unknown:
+        sys.exit(f"unknown client {unknown[0]!r}: the clients are floor, chatclient and repro")
+    if args.by_function and len(clients) < 2:
+        sys.exit("--by-function compares two clients: name at least two in --clients")
     if shutil.which("valgrind") is None:
         sys.exit("this bench needs valgrind (apt install valgrind)")
+    functions: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="client-instr-") as tmp, stream_server() as (url, _):
-        for client in args.clients.split(","):
-            runs = []
+        for client in clients:
+            runs, profiles = [], []
             for i, tokens in enumerate((args.tokens, 3 * args.tokens)):
                 argv = argv_of(client, url, args.streams, Path(tmp), i)
-                runs.append(counted(argv, url, tokens, args.pace_ms))
+                profiles.append(
+                    f"{tmp}/{client}-{i}.callgrind" if args.by_function else "/dev/null"
+                )
+                runs.append(counted(argv, url, tokens, args.pace_ms, profiles[-1]))
             (few, sent_few), (more, sent_more) = runs
-            per_token = (more - few) / (sent_more - sent_few)
+            tokens_added = sent_more - sent_few
+            per_token = (more - few) / tokens_added
             print(f"{client}: {per_token:,.0f} instructions per token "
                   f"({args.streams} streams, {args.tokens} vs {3 * args.tokens} tokens, "
                   f"paced {args.pace_ms:g} ms)", flush=True)  # fmt: skip
+            if args.by_function:
+                short, long = (by_function(profile) for profile in profiles)
+                functions[client] = {f: (long[f] - short[f]) / tokens_added for f in long | short}
+    if args.by_function:
+        print_functions(functions, args.by_function)
 
 
 if __name__ == "__main__":
