@@ -64,26 +64,41 @@ def counted(
     return int(found.group(1)), control(url, "/bench/stats")["tokens"]
 
 
-# A line of `callgrind_annotate --inclusive=no`: "  1,234 ( 0.5%)  file.c:function'2 [lib.so]"
-# (the library only where it changes). Named by the function alone: the same code is put down to
-# different libraries from one run to the next (OpenSSL's, statically in pyarrow too).
-_ANNOTATED = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(?:.*:)?([^:\s']+)(?:'\d+)?(?: \[.*\])?$")
+# A line of callgrind_annotate's function table: "  1,234 ( 0.5%)  file.c:function'2 [/lib.so]";
+# the library only where it changes, C++ names with spaces and brackets of their own.
+_ANNOTATED = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.+?)(?: \[/[^\]]*\])?$")
+_FILE = re.compile(r"^(?:\?\?\?|\S*?\.\w+):")  # "???:" or "path/file.c:" before the name
+_RECURSION = re.compile(r"'\d+$")  # callgrind's level of a recursive call
 
 
 def by_function(profile: str) -> Counter[str]:
     """Instructions per function, its recursion levels summed."""
-    annotated = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", profile],
+    # --auto=no: no annotated source, whose lines look like the table's.
+    annotated = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100",
+                                "--auto=no", profile],
                                capture_output=True, text=True, check=True).stdout  # fmt: skip
     return parse_annotated(annotated)
 
 
 def parse_annotated(annotated: str) -> Counter[str]:
-    """`by_function` from callgrind_annotate's text."""
+    """`by_function` from callgrind_annotate's text. Named by the function alone: the same code
+    is put down to different libraries from one run to the next (OpenSSL's, statically in
+    pyarrow too). What no line accounts for is kept as "(not attributed)", so the counts
+    always add up to the program's total."""
     counts: Counter[str] = Counter()
+    total = None
     for line in annotated.splitlines():
         found = _ANNOTATED.match(line)
-        if found and "PROGRAM TOTALS" not in line:
-            counts[found.group(2)] += int(found.group(1).replace(",", ""))
+        if found is None:
+            continue
+        count = int(found.group(1).replace(",", ""))
+        if found.group(2) == "PROGRAM TOTALS":
+            total = count
+            continue
+        name = _RECURSION.sub("", _FILE.sub("", found.group(2)))
+        counts[name] += count
+    if total is not None and total != sum(counts.values()):
+        counts["(not attributed)"] = total - sum(counts.values())
     return counts
 
 
@@ -118,6 +133,10 @@ def main() -> None:
     unknown = sorted(set(clients) - {"floor", "chatclient", "repro"})
     if unknown:
         sys.exit(f"unknown client {unknown[0]!r}: the clients are floor, chatclient and repro")
+    if len(set(clients)) < len(clients):
+        sys.exit(f"--clients names a client twice: {args.clients}")
+    if args.by_function < 0:
+        sys.exit(f"--by-function takes a number of functions, 0 or more, not {args.by_function}")
     if args.by_function and len(clients) < 2:
         sys.exit("--by-function compares two clients: name at least two in --clients")
     if shutil.which("valgrind") is None:
@@ -140,7 +159,9 @@ def main() -> None:
                   f"paced {args.pace_ms:g} ms)", flush=True)  # fmt: skip
             if args.by_function:
                 short, long = (by_function(profile) for profile in profiles)
-                functions[client] = {f: (long[f] - short[f]) / tokens_added for f in long | short}
+                functions[client] = {
+                    f: (long[f] - short[f]) / tokens_added for f in long.keys() | short.keys()
+                }
     if args.by_function:
         print_functions(functions, args.by_function)
 
