@@ -92,7 +92,8 @@ class StreamProgress:
 
     def content_text(self) -> str:
         """The content so far as one string. The pieces are merged in place, so the turn's
-        several readers (checker, record, next message) join its text once, not each time."""
+        several readers (checker, record, next message) join its text once, not each time;
+        `tool_calls` does the same with each call's arguments."""
         return _merged(self.content)
 
     def reasoning_text(self) -> str:
@@ -100,7 +101,7 @@ class StreamProgress:
         return _merged(self.reasoning)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(ToolCall(c.name, "".join(c.arguments)) for _, c in sorted(self.calls.items()))
+        return tuple(ToolCall(c.name, _merged(c.arguments)) for _, c in sorted(self.calls.items()))
 
     def call_ids(self) -> tuple[str, ...]:
         return tuple(c.id for _, c in sorted(self.calls.items()))

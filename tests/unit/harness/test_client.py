@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+from repro.checkers.verdict import ToolCall
+from repro.harness.chunk import decode_event
 from repro.harness.client import ChatClient, StreamProgress
 from repro.harness.turn import TurnOutcome
 from repro.harness.watchdog import running_watchdog
@@ -99,6 +101,12 @@ async def test_a_complete_stream_is_assembled() -> None:
     )
 
 
+CALL_PIECE = (
+    b'{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": '
+    b'{"name": "read_file", "arguments": %s}}]}}]}'
+)
+
+
 def test_a_turns_text_is_joined_once_and_still_grows() -> None:
     progress = StreamProgress(scheduled_at_s=0.0)
     assert progress.content_text() == "" and progress.reasoning_text() == ""
@@ -109,6 +117,11 @@ def test_a_turns_text_is_joined_once_and_still_grows() -> None:
     assert progress.content == ["Reading."] and progress.reasoning == ["Let me"]
     progress.content.append(" Done.")
     assert progress.content_text() == "Reading. Done."
+    for piece in ('{"path"', ': "a.py"}'):
+        arguments = json.dumps(piece)
+        progress.apply(decode_event(CALL_PIECE % arguments.encode()))
+    assert progress.tool_calls() == (ToolCall("read_file", '{"path": "a.py"}'),)
+    assert progress.calls[0].arguments == ['{"path": "a.py"}']
 
 
 async def test_a_stream_cut_off_is_a_transport_error_not_a_turn() -> None:
