@@ -3,11 +3,14 @@ run`, each counted under valgrind's callgrind against the paced stream server.
 
 CPU-seconds on this machine's VM swing by up to 2x between identical runs (bench/RESULTS.md,
 peer_cost), so a difference of 20% between two clients needs many rounds to show. Instructions
-do not swing: each client runs twice, with streams of `--tokens` and of three times that, and
+swing far less: each client runs twice, with streams of `--tokens` and of three times that, and
 the difference of the two counts over the difference of the tokens the server sent is what one
 more token costs in the client's own process (start-up, imports and per-turn work cancel; the
-kernel's share of a read is not counted). Paced slowly enough that a client under valgrind
-still reads every token alone, as a paced stream arrives. A client's per-second costs (timers,
+kernel's share of a read is not counted). They do not cancel exactly: glibc's allocator and
+dictionary lookups in the start-up move a client's figure by a few hundred instructions per
+token between runs at the default lengths, less at `--tokens 320`; compare totals over repeated
+runs, and read the per-function rows for work done per token. Paced slowly enough that a
+client under valgrind still reads every token alone, as a paced stream arrives. A client's per-second costs (timers,
 the loop probe) would count too: `--pace-ms` at three times the default shows whether they do.
 
 `--by-function N` also splits each client's count per token by the C function that executed
