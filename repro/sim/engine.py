@@ -204,13 +204,14 @@ class Engine:
             if load_done_s > 0:
                 log.debug(
                     "load-back rid=%s host_tokens=%d prompt_tokens=%d batch=%d handovers=%d "
-                    "load_s=%.4f slack_s=%.4f ratio=%.3f stale=%s",
+                    "load_s=%.4f head_start_s=%.4f slack_s=%.4f ratio=%.3f stale=%s",
                     gen.rid,
                     gen.match.host_tokens,
                     gen.prompt_tokens,
                     len(forward.batch),
                     forward.handovers,
                     load_done_s,
+                    forward.head_start_s,
                     slack_s,
                     outcome.fill_over_slack,
                     outcome.stale,
