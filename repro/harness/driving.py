@@ -115,11 +115,13 @@ async def drive(
 ) -> RunSummary:
     """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit
     (raises StoreError, after saying so in summary.json when it can, if it cannot be written)."""
+    model = await _model_name(endpoint.base_url, spec)
+    # spec.json marks the run folder as this function's to finish (whole_run.py): nothing
+    # from here to the `try` below awaits, so a stop cannot land between the two.
     store = RunStore(run_dir)
     record = _spec_record(spec, endpoint, first_session_id)
     store.write_spec(record)
     clock, started = RunClock(), time.monotonic()
-    model = await _model_name(endpoint.base_url, spec)
     sessions = range(first_session_id, first_session_id + spec.sessions)
     loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None  # then one worker
     generator = _load_generator(spec, endpoint, store, clock, model, sessions, loaded_log)

@@ -13,6 +13,8 @@ no tool call), so each session of `repro run --max-turns 1` is one request.
     reset           one good chunk, then a TCP reset
     stall           one good chunk, then silence with the connection open
     http500         HTTP 500 with a JSON error body
+
+    models-stall-after:N   (not a chat behaviour) /v1/models answers N times, then goes silent
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def _head(status: str, content_type: str) -> bytes:
 
 class Hostile:
     def __init__(self, behaviours: list[str]) -> None:
-        self.behaviours = behaviours
+        stall = [b for b in behaviours if b.startswith("models-stall-after:")]
+        self.models_answered = int(stall[0].split(":")[1]) if stall else None
+        self.behaviours = [b for b in behaviours if b not in stall] or ["good"]
         self.requests = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -65,6 +69,11 @@ class Hostile:
             body = await reader.readexactly(length)
             path = line.split(" ")[1]
             if path == "/v1/models":
+                if self.models_answered is not None:
+                    if self.models_answered == 0:
+                        print("stalling a /v1/models request", flush=True)
+                        await asyncio.sleep(3600)
+                    self.models_answered -= 1
                 writer.write(_head("200 OK", "application/json"))
                 writer.write(json.dumps({"data": [{"id": "hostile"}]}).encode())
             elif path == "/v1/chat/completions":

@@ -121,6 +121,26 @@ def test_a_server_that_goes_silent_is_a_wedge_and_keeps_the_finished_turns(
     assert s["outcomes"] == {"ok": 3, "stalled": 3} and s["turns_corrupted"] == 0
 
 
+def test_a_stop_while_the_model_name_is_asked_still_leaves_a_summary(tmp_path: Path) -> None:
+    # The readiness check and repro's probe get an answer; its question for the model's name
+    # does not, so the stop comes after the engine is ready and before any session starts.
+    out = tmp_path / "run"
+    with hostile(tmp_path, "models-stall-after:2") as url:
+        process = start("run", "--url", url, "--sessions", "2", "--max-turns", "1",
+                        "--out", str(out))  # fmt: skip
+        try:
+            log = tmp_path / "hostile.log"
+            wait_for(lambda: "stalling a /v1/models" in log.read_text(), "the model-name request")
+            time.sleep(0.2)  # well inside the 10 s repro gives that request
+            os.kill(process.pid, signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            process.kill()
+    assert "Traceback" not in stderr and process.returncode == 130, stderr
+    s = summary(out)
+    assert s["interrupted"] is True and s["turns"] == 0
+
+
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[str]:
     with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
