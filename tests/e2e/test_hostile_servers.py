@@ -121,26 +121,6 @@ def test_a_server_that_goes_silent_is_a_wedge_and_keeps_the_finished_turns(
     assert s["outcomes"] == {"ok": 3, "stalled": 3} and s["turns_corrupted"] == 0
 
 
-def test_a_stop_while_the_model_name_is_asked_still_leaves_a_summary(tmp_path: Path) -> None:
-    # The readiness check and repro's probe get an answer; its question for the model's name
-    # does not, so the stop comes after the engine is ready and before any session starts.
-    out = tmp_path / "run"
-    with hostile(tmp_path, "models-stall-after:2") as url:
-        process = start("run", "--url", url, "--sessions", "2", "--max-turns", "1",
-                        "--out", str(out))  # fmt: skip
-        try:
-            log = tmp_path / "hostile.log"
-            wait_for(lambda: "stalling a /v1/models" in log.read_text(), "the model-name request")
-            time.sleep(0.2)  # well inside the 10 s repro gives that request
-            os.kill(process.pid, signal.SIGTERM)
-            _, stderr = process.communicate(timeout=60)
-        finally:
-            process.kill()
-    assert "Traceback" not in stderr and process.returncode == 130, stderr
-    s = summary(out)
-    assert s["interrupted"] is True and s["turns"] == 0
-
-
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[str]:
     with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
@@ -148,14 +128,20 @@ def engine(tmp_path: Path) -> Iterator[str]:
         yield server.url
 
 
-def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+@contextmanager
+def running(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """repro as a real process, killed on the way out whatever the test saw."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "repro", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=os.environ | {"COLUMNS": "200"},
     )
+    try:
+        yield process
+    finally:
+        process.kill()
 
 
 def wait_for(predicate: object, what: str, timeout_s: float = 60) -> None:
@@ -165,20 +151,37 @@ def wait_for(predicate: object, what: str, timeout_s: float = 60) -> None:
         time.sleep(0.1)
 
 
+def test_a_stop_while_the_model_name_is_asked_still_leaves_a_summary(tmp_path: Path) -> None:
+    # The readiness check and repro's probe get an answer; its question for the model's name
+    # does not, so the stop comes after the engine is ready and before any session starts.
+    out = tmp_path / "run"
+    log = tmp_path / "hostile.log"
+    with (
+        hostile(tmp_path, "models-stall-after:2") as url,
+        running(
+            "run", "--url", url, "--sessions", "2", "--max-turns", "1", "--out", str(out)
+        ) as process,
+    ):
+        wait_for(lambda: "stalling a /v1/models" in log.read_text(), "the model-name request")
+        time.sleep(0.2)  # well inside the 10 s repro gives that request
+        os.kill(process.pid, signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr and process.returncode == 130, stderr
+    s = summary(out)
+    assert s["interrupted"] is True and s["turns"] == 0
+
+
 @pytest.mark.slow
 def test_a_paused_repro_is_not_a_wedged_engine(tmp_path: Path, engine: str) -> None:
     out = tmp_path / "run"
-    process = start("run", "--url", engine, "--sessions", "6", *FAST[:2], "--stall-after", "1.5",
-                    "--out", str(out))  # fmt: skip
-    try:
+    with running("run", "--url", engine, "--sessions", "6", *FAST[:2], "--stall-after", "1.5",
+                 "--out", str(out)) as process:  # fmt: skip
         wait_for(lambda: (out / "spec.json").exists(), "the run to start")
         time.sleep(2.0)  # sessions are streaming
         os.kill(process.pid, signal.SIGSTOP)  # 4 s: past --stall-after and the idle limit (3 s)
         time.sleep(4.0)
         os.kill(process.pid, signal.SIGCONT)
         _, stderr = process.communicate(timeout=120)
-    finally:
-        process.kill()
     assert "Traceback" not in stderr and process.returncode == 0, stderr
     s = summary(out)
     assert s["stalls"] == 0 and s["wedge"] is None and s["errors"] == 0, s["outcomes"]
@@ -215,16 +218,13 @@ def test_a_full_disk_stops_the_run_with_one_sentence_and_keeps_what_was_written(
 ) -> None:
     with small_disk(tmp_path / "disk", "4m") as disk:
         out = disk / "run"
-        process = start("run", "--url", engine, "--sessions", "8", "--context-max", "60000",
-                        "--set", "time_scale=0.2", "--out", str(out))  # fmt: skip
-        try:
+        with running("run", "--url", engine, "--sessions", "8", "--context-max", "60000",
+                     "--set", "time_scale=0.2", "--out", str(out)) as process:  # fmt: skip
             first_part = out / "turns.parquet" / "part-000000.parquet"
             wait_for(first_part.exists, "the first part of turns.parquet")
             kept = read_turn_table(out / "turns.parquet", ["turn"]).num_rows
             filler = fill(disk)
             _, stderr = process.communicate(timeout=120)
-        finally:
-            process.kill()
         assert "Traceback" not in stderr and process.returncode == 2, stderr
         error_lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
         assert len(error_lines) == 1 and "No space left on device" in error_lines[0]
