@@ -1,0 +1,70 @@
+"""Where an engine's stale index-K reads came from, read off its debug log (docs/sim.md).
+
+    python bench/stale_reads.py RUN_DIR [RUN_DIR ...]
+
+Each RUN_DIR is a `repro run ... --set log_level=debug` folder; its logs/single.log or
+logs/prefill.log has a line per load-back. For the stale ones this prints the batch sizes,
+the hand-overs on the link, the head start, the slack and the nominal load, and how late the
+copy had to run to be read stale: slack over load, less one, in units of its nominal time.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from pathlib import Path
+
+_FIELD = re.compile(r"(\w+)=(\S+)")
+ROLES = ("single", "prefill")  # the roles that load back and race
+
+
+def stale_reads(log_text: str) -> list[dict[str, str]]:
+    """The load-back lines whose read was stale, as their key=value fields."""
+    rows = []
+    for line in log_text.splitlines():
+        if "load-back rid=" in line:
+            fields = dict(_FIELD.findall(line.split("load-back ", 1)[1]))
+            if fields.get("stale") == "True":
+                rows.append(fields)
+    return rows
+
+
+def lateness_needed(row: dict[str, str]) -> float:
+    """How late, in units of its nominal time, the copy had to run to miss the last read."""
+    return float(row["slack_s"]) / float(row["load_s"]) - 1.0
+
+
+def describe(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return "no stale read"
+
+    def span(key: str) -> str:
+        values = [float(r[key]) * 1000 for r in rows if key in r]
+        return f"{min(values):.0f}–{max(values):.0f} ms" if values else "not logged"
+
+    needed = [lateness_needed(r) for r in rows]
+    batches = sorted({int(r["batch"]) for r in rows})
+    handovers = sorted({int(r["handovers"]) for r in rows})
+    return (
+        f"{len(rows)} stale reads; batches {batches}; hand-overs on the link {handovers}; "
+        f"head start {span('head_start_s')}; slack {span('slack_s')}; nominal load "
+        f"{span('load_s')}; lateness needed: median {statistics.median(needed):.2f}, "
+        f"least {min(needed):.2f}"
+    )
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for run_dir in map(Path, sys.argv[1:]):
+        logs = [run_dir / "logs" / f"{role}.log" for role in ROLES]
+        found = [log for log in logs if log.exists()]
+        if not found:
+            sys.exit(f"{run_dir} has no logs/single.log or logs/prefill.log: is it a run folder?")
+        for log in found:
+            print(f"{log}: {describe(stale_reads(log.read_text(errors='replace')))}")
+
+
+if __name__ == "__main__":
+    main()

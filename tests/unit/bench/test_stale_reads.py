@@ -1,0 +1,36 @@
+"""bench/stale_reads.py: the engine's load-back debug lines read back into a stale read's geometry."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+sys.path.insert(0, str(BENCH))
+from stale_reads import describe, lateness_needed, stale_reads  # noqa: E402
+
+LOG = """\
+2026-12-03 15:00:01,000 DEBUG repro.sim: load-back rid=a host_tokens=70000 prompt_tokens=71000 \
+batch=1 handovers=0 load_s=0.0100 head_start_s=0.0200 slack_s=0.0350 ratio=1.200 stale=True
+2026-12-03 15:00:02,000 DEBUG repro.sim: load-back rid=b host_tokens=70000 prompt_tokens=71000 \
+batch=3 handovers=0 load_s=0.0100 head_start_s=0.0200 slack_s=0.2500 ratio=0.100 stale=False
+2026-12-03 15:00:03,000 WARNING repro.sim: something else entirely
+2026-12-03 15:00:04,000 DEBUG repro.sim: load-back rid=c host_tokens=50000 prompt_tokens=52000 \
+batch=2 handovers=0 load_s=0.0200 head_start_s=0.0200 slack_s=0.0400 ratio=1.400 stale=True
+"""
+
+
+def test_only_the_stale_load_backs_are_read_with_every_field() -> None:
+    rows = stale_reads(LOG)
+    assert [r["rid"] for r in rows] == ["a", "c"]
+    assert [lateness_needed(r) for r in rows] == pytest.approx([2.5, 1.0])
+
+
+def test_the_summary_gives_the_spans_and_the_lateness_needed() -> None:
+    text = describe(stale_reads(LOG))
+    assert text.startswith("2 stale reads; batches [1, 2]; hand-overs on the link [0]")
+    assert "slack 35–40 ms" in text and "nominal load 10–20 ms" in text
+    assert "median 1.75, least 1.00" in text
+    assert describe([]) == "no stale read"
