@@ -10,8 +10,9 @@ kernel's share of a read is not counted). They do not cancel exactly: glibc's al
 dictionary lookups in the start-up move a client's figure by a few hundred instructions per
 token between runs at the default lengths, less at `--tokens 320`; compare totals over repeated
 runs, and read the per-function rows for work done per token. Paced slowly enough that a
-client under valgrind still reads every token alone, as a paced stream arrives. A client's per-second costs (timers,
-the loop probe) would count too: `--pace-ms` at three times the default shows whether they do.
+client under valgrind still reads every token alone, as a paced stream arrives. A client's
+per-second costs (timers, the loop probe) would count too: `--pace-ms` at three times the
+default shows whether they do.
 
 `--by-function N` also splits each client's count per token by the C function that executed
 it (callgrind_annotate, exclusive counts; Python code shows as the interpreter's loop), and

@@ -69,10 +69,10 @@ class Hostile:
             body = await reader.readexactly(length)
             path = line.split(" ")[1]
             if path == "/v1/models":
-                if self.models_answered is not None:
-                    if self.models_answered == 0:
-                        print("stalling a /v1/models request", flush=True)
-                        await asyncio.sleep(3600)
+                if self.models_answered == 0:
+                    print("stalling a /v1/models request", flush=True)
+                    await asyncio.sleep(3600)
+                elif self.models_answered is not None:
                     self.models_answered -= 1
                 writer.write(_head("200 OK", "application/json"))
                 writer.write(json.dumps({"data": [{"id": "hostile"}]}).encode())
