@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import repro.harness as harness_part
+from repro.bisect.cache import key_digest, trial_key
 from repro.bisect.harness_oracle import HarnessOracle, session_outcomes
 from repro.errors import EngineError
 from repro.spec import DEFAULT_PROFILES, RunSpec
@@ -111,9 +112,25 @@ def test_a_wave_with_no_judged_session_is_an_engine_error(tmp_path, monkeypatch,
         anyio.run(main)
 
 
-def test_identity_names_engine_version_and_profile_content():
-    identity = oracle().identity()
-    assert identity.startswith("repro-sim 0.1 (profile ")
+def test_identity_names_engine_version_and_profile_content(tmp_path):
+    """A profile that maps one knob otherwise is another engine to the trial cache; the same
+    bytes under another path are the same engine."""
+    text = DEFAULT_PROFILES["sim"].read_text()
+    same = tmp_path / "same.toml"
+    same.write_text(text)
+    changed = tmp_path / "changed.toml"
+    mapping = 'map.on.engine = { env = { SGLANG_OPT_USE_TOPK_V2 = "1" } }'
+    assert mapping in text
+    changed.write_text(text.replace(mapping, mapping.replace('"1"', '"0"')))
+    identities = [
+        HarnessOracle.for_spec(RunSpec(profile=path)).identity()
+        for path in (DEFAULT_PROFILES["sim"], same, changed)
+    ]
+    assert identities[0].startswith("repro-sim 0.1 (profile ")
+    assert identities[0] == identities[1] != identities[2]
+    spec = RunSpec(sessions=4)
+    keys = [trial_key(spec, {"index_k": "bf16"}, identity) for identity in identities]
+    assert key_digest(keys[0]) == key_digest(keys[1]) != key_digest(keys[2])
 
 
 def test_an_engine_that_fails_to_start_is_its_one_sentence(tmp_path, monkeypatch):

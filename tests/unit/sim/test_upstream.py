@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -13,13 +14,20 @@ CHUNKED = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-type: text/
 SIZED = b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nno"
 
 
-async def _server(
-    replies: list[bytes], close_after_first: bool = False
-) -> tuple[asyncio.Server, list[bytes], int]:
-    requests: list[bytes] = []
+@dataclass
+class Scripted:
+    """A loopback server that answers each request with the next reply, counting the
+    connections it accepts and the ones it has closed."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while replies:
+    replies: list[bytes]
+    close_after_first: bool = False
+    requests: list[bytes] = field(default_factory=list)
+    connections: int = 0
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        while self.replies:
             try:
                 head = await reader.readuntil(b"\r\n\r\n")
             except asyncio.IncompleteReadError:
@@ -31,19 +39,24 @@ async def _server(
                     if line.startswith(b"content-length")
                 )
             )
-            requests.append(head + await reader.readexactly(length))
-            writer.write(replies.pop(0))
+            self.requests.append(head + await reader.readexactly(length))
+            writer.write(self.replies.pop(0))
             await writer.drain()
-            if close_after_first:
+            if self.close_after_first:
                 break
         writer.close()
+        await writer.wait_closed()
+        self.closed.set()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, requests, server.sockets[0].getsockname()[1]
+
+async def _server(scripted: Scripted) -> tuple[asyncio.Server, int]:
+    server = await asyncio.start_server(scripted.handle, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
 
 
 async def test_bodies_and_keep_alive() -> None:
-    server, requests, port = await _server([CHUNKED, SIZED])
+    scripted = Scripted([CHUNKED, SIZED])
+    server, port = await _server(scripted)
     async with server:
         upstream = Upstream(f"http://127.0.0.1:{port}")
         response = await upstream.request(
@@ -54,23 +67,26 @@ async def test_bodies_and_keep_alive() -> None:
         response = await upstream.request("GET", "/missing")
         assert (response.status, await response.read()) == (404, b"no")
         upstream.close()
-    assert len(requests) == 2  # both over one kept-alive connection
-    assert requests[0].endswith(b'\r\n\r\n{"a":1}') and b"x-request-id: r" in requests[0]
+    assert (len(scripted.requests), scripted.connections) == (2, 1)  # one kept-alive connection
+    first = scripted.requests[0]
+    assert first.endswith(b'\r\n\r\n{"a":1}') and b"x-request-id: r" in first
 
 
 async def test_a_stale_pooled_connection_is_retried_on_a_fresh_one() -> None:
-    server, requests, port = await _server([SIZED, SIZED], close_after_first=True)
+    scripted = Scripted([SIZED, SIZED], close_after_first=True)
+    server, port = await _server(scripted)
     async with server:
         upstream = Upstream(f"http://127.0.0.1:{port}")
         assert (await (await upstream.request("GET", "/a")).read()) == b"no"
-        await asyncio.sleep(0.05)  # the server has closed the pooled connection
+        await scripted.closed.wait()  # the server has closed the pooled connection
         assert (await (await upstream.request("GET", "/b")).read()) == b"no"
         upstream.close()
-    assert len(requests) == 2
+    # The second request went out on the pooled (closed) connection first, then on a new one.
+    assert (len(scripted.requests), scripted.connections) == (2, 2)
 
 
 async def test_refused_is_an_upstream_error() -> None:
-    server, _, port = await _server([])
+    server, port = await _server(Scripted([]))
     server.close()
     await server.wait_closed()
     with pytest.raises(UpstreamError):
