@@ -12,13 +12,27 @@ from __future__ import annotations
 
 import argparse
 import collections
+import random
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.e2e.test_signal_faults import cases, signal_once_and_check
+from tests.e2e.test_signal_faults import signal_once_and_check
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
+
+
+def cases(
+    n: int, seed: int, span_s: tuple[float, float] = (0.0, 7.0)
+) -> list[tuple[signal.Signals, float]]:
+    """n (signal, seconds after the start) pairs, each signal in turn at a random moment of
+    span_s; the default spans a whole short run (about 6 s here: the CLI starts, the engine
+    starts, the load, the teardown)."""
+    rng = random.Random(seed)
+    return [(SIGNALS[i % len(SIGNALS)], round(rng.uniform(*span_s), 2)) for i in range(n)]
 
 
 def main() -> None:

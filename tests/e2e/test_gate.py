@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import FAST, SPILL, engine_processes, repro, summary
-from tests.e2e.test_interrupt import wait_for_turns
+from tests.e2e.runs import wait_for_turns
 
 pytestmark = pytest.mark.e2e
 # The story's failing configuration at CI scale: bf16 index-K on a server whose small pool

@@ -128,6 +128,12 @@ def engine(tmp_path: Path) -> Iterator[str]:
         yield server.url
 
 
+def requests_running(url: str) -> int:
+    """The engine's own count of requests in flight, as SGLang's /server_info gives it."""
+    states = httpx.get(url + "/server_info", timeout=10).json()["internal_states"]
+    return sum(state["num_running_reqs"] + state["num_queue_reqs"] for state in states)
+
+
 @contextmanager
 def running(*args: str) -> Iterator[subprocess.Popen[str]]:
     """repro as a real process, killed on the way out whatever the test saw."""
@@ -176,8 +182,7 @@ def test_a_paused_repro_is_not_a_wedged_engine(tmp_path: Path, engine: str) -> N
     out = tmp_path / "run"
     with running("run", "--url", engine, "--sessions", "6", *FAST[:2], "--stall-after", "1.5",
                  "--out", str(out)) as process:  # fmt: skip
-        wait_for(lambda: (out / "spec.json").exists(), "the run to start")
-        time.sleep(2.0)  # sessions are streaming
+        wait_for(lambda: requests_running(engine) > 0, "a request in flight")
         os.kill(process.pid, signal.SIGSTOP)  # 4 s: past --stall-after and the idle limit (3 s)
         time.sleep(4.0)
         os.kill(process.pid, signal.SIGCONT)

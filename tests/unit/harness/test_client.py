@@ -250,7 +250,7 @@ async def test_whole_turn_deadline_keeps_partial_text() -> None:
 
     progress = await call(drip(), deadline_s=0.3)
     assert progress.outcome is TurnOutcome.TIMEOUT and "".join(progress.content) == "partial"
-    assert progress.ended_at_s - progress.sent_at_s < 2
+    assert progress.ended_at_s - progress.sent_at_s >= 0.3  # ended by the deadline, not before
 
 
 async def test_a_server_silent_past_the_idle_limit_is_a_stall() -> None:
@@ -261,7 +261,7 @@ async def test_a_server_silent_past_the_idle_limit_is_a_stall() -> None:
 
     progress = await call(silent(), idle_timeout_s=0.4, deadline_s=30)
     assert progress.outcome is TurnOutcome.STALLED and "no data from the server" in progress.error
-    assert 0.4 < progress.ended_at_s - progress.last_event_at_s < 2
+    assert progress.ended_at_s - progress.last_event_at_s >= 0.4  # cut after the idle limit
 
 
 async def test_connection_refused_is_a_transport_error() -> None:

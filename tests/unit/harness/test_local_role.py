@@ -32,6 +32,11 @@ time.sleep(600)
 """
 
 
+# A stop timeout no test waits for: a role that got it instead of a short grace fails the
+# test's wait, so no test needs to time how long the stop took.
+LONG_STOP_S = 600.0
+
+
 def plan(*argv: str) -> RolePlan:
     return RolePlan("single", tuple(argv), {}, 0, "http://127.0.0.1:9/health", False)
 
@@ -54,11 +59,12 @@ def wait_stopped(role: LocalRole, within_s: float = 10) -> None:
 def wait_for_pids(folder: Path) -> tuple[int, int]:
     """The pids STUBBORN wrote: its main process and its daemon."""
     deadline = time.monotonic() + 20
-    while not ((folder / "main").exists() and (folder / "daemon").exists()):
-        assert time.monotonic() < deadline, "the stubborn engine did not start"
-        time.sleep(0.02)
-    time.sleep(0.1)  # written before their writers sleep; let the writes land
-    return int((folder / "main").read_text()), int((folder / "daemon").read_text())
+    while True:
+        try:  # a file can exist before its pid is written
+            return int((folder / "main").read_text()), int((folder / "daemon").read_text())
+        except (OSError, ValueError):
+            assert time.monotonic() < deadline, "the stubborn engine did not start"
+            time.sleep(0.02)
 
 
 def alive(pid: int) -> bool:
@@ -99,26 +105,25 @@ def test_stop_reaches_a_sigterm_ignoring_engine_and_its_daemon(tmp_path: Path) -
     started = time.monotonic()
     role.stop()
     assert wait_exit(role, 10) == -9  # SIGTERM was ignored: SIGKILL after the stop timeout
-    assert 0.9 < time.monotonic() - started < 5
+    assert time.monotonic() - started > 0.9  # not before it
     wait_stopped(role)  # the main process's exit is seen first; the daemon dies right after
     assert not alive(main) and not alive(daemon)
 
 
 def test_hurry_kills_at_once(tmp_path: Path) -> None:
-    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, 30.0)
+    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, LONG_STOP_S)
     main, daemon = wait_for_pids(tmp_path)
-    started = time.monotonic()
     role.hurry()
-    assert wait_exit(role, 10) == -9 and time.monotonic() - started < 5  # not the 30 s timeout
+    assert wait_exit(role, 10) == -9  # within 10 s: not the stop timeout
     wait_stopped(role)  # the main process's exit is seen first; the daemon dies right after
-    assert not alive(main) and not alive(daemon) and time.monotonic() - started < 5
+    assert not alive(main) and not alive(daemon)
 
 
 def test_a_stop_that_races_the_engine_s_death_gets_the_short_grace(tmp_path: Path) -> None:
     """repro sees a killed engine as a zombie before the supervisor collects it, and asks it
     to stop: what the dead engine left (its daemon, ignoring SIGTERM) must not get the whole
     stop timeout (vLLM's engine core outlived its killed API server that way for 20 s)."""
-    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, 30.0)
+    role = LocalRole(plan(sys.executable, "-c", STUBBORN, str(tmp_path)), tmp_path, LONG_STOP_S)
     main, daemon = wait_for_pids(tmp_path)
     supervisor = role.supervisor.pid
     os.kill(supervisor, signal.SIGSTOP)  # the stop request lands before the engine is collected
@@ -126,13 +131,12 @@ def test_a_stop_that_races_the_engine_s_death_gets_the_short_grace(tmp_path: Pat
         os.kill(main, signal.SIGKILL)
         while alive(main):
             time.sleep(0.01)
-        started = time.monotonic()
         role.stop()
     finally:
         os.kill(supervisor, signal.SIGCONT)
     assert wait_exit(role, 20) == -9
-    wait_stopped(role, 20)
-    assert not alive(daemon) and time.monotonic() - started < 5  # not the 30 s stop timeout
+    wait_stopped(role, 20)  # within 20 s: not the stop timeout
+    assert not alive(daemon)
 
 
 # Dies on SIGTERM at once, leaving a child (in its group) that ignores it: vLLM's API server
@@ -150,10 +154,11 @@ time.sleep(600)
 
 
 def test_once_the_main_process_is_gone_its_leftovers_get_the_short_grace(tmp_path: Path) -> None:
-    role = LocalRole(plan(sys.executable, "-c", LEAVES_A_CHILD, str(tmp_path)), tmp_path, 30.0)
+    role = LocalRole(
+        plan(sys.executable, "-c", LEAVES_A_CHILD, str(tmp_path)), tmp_path, LONG_STOP_S
+    )
     _, child = wait_for_pids(tmp_path)
-    started = time.monotonic()
     role.stop()
     assert wait_exit(role, 20) == -15
-    wait_stopped(role, 20)
-    assert not alive(child) and time.monotonic() - started < 5  # not the 30 s stop timeout
+    wait_stopped(role, 20)  # within 20 s: not the stop timeout
+    assert not alive(child)

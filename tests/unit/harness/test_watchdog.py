@@ -51,11 +51,9 @@ async def test_an_engine_that_goes_quiet_is_a_stall() -> None:
     async def quiet(progress: StreamProgress) -> None:
         await anyio.sleep(5)
 
-    started = time.monotonic()
     progress, cut = await watch_one_request(watchdog, deadline_s=30, idle_s=0.3, during=quiet)
-    assert cut and progress.outcome is TurnOutcome.STALLED
+    assert cut and progress.outcome is TurnOutcome.STALLED  # cut before `quiet` ended
     assert "no data from the server for 0.3 s" in progress.error
-    assert 0.3 < time.monotonic() - started < 2.0
 
 
 async def test_a_turn_past_its_deadline_is_a_timeout_even_while_data_flows() -> None:
