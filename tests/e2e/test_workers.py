@@ -58,7 +58,7 @@ def test_two_workers_share_the_sessions_and_write_one_run_folder(
     assert done.returncode == 0, done.stderr
     s = summary(out)
     assert s["client_workers"] == 2 and s["sessions"] == 6 and s["errors"] == 0
-    assert s["turns"] >= 18 and s["client_loop_lag_s"]["p99"] >= 0
+    assert s["turns"] >= 18
     parts = sorted(p.name for p in (out / "turns.parquet").iterdir())
     assert {p[:8] for p in parts} == {"part-w00", "part-w01"}
     table = read_turn_table(out / "turns.parquet", ["session_id", "outcome"])
@@ -66,6 +66,9 @@ def test_two_workers_share_the_sessions_and_write_one_run_folder(
     assert table.num_rows == s["turns"] + s["errors"] + s["cancelled"] + s["aborted"]
     loads = [json.loads(line) for line in (out / "client_load.jsonl").read_text().splitlines()]
     assert {line["worker"] for line in loads} == {0, 1}
+    # The summary's loop lag is both workers' together: its worst is the worst either saw.
+    worst_ms = max(line["lag_max_ms"] for line in loads)
+    assert abs(s["client_loop_lag_s"]["max"] * 1000 - worst_ms) < 0.1
     assert "over 2 workers" in done.stdout
 
 

@@ -36,7 +36,7 @@ def test_the_log_round_trips_among_other_lines(tmp_path: Path) -> None:
     contents = read_injection_log(path)
     assert [i["request_sha256"] for i in contents.injections] == ["a" * 64]
     assert contents.summary is not None and contents.summary["streams"] == 3
-    assert contents.summary["cpu_s"] >= 0
+    assert isinstance(contents.summary["cpu_s"], float)  # the proxy's own CPU, added on close
 
 
 def test_match_run_names_the_missed_and_the_unexplained(tmp_path: Path) -> None:

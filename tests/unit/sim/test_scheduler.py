@@ -110,7 +110,7 @@ def test_cost_grows_with_batch_context_and_uncached_tokens() -> None:
     ("overrides", "slower"),
     [({"cuda_graph": False}, True), ({"custom_kernels": True}, False), ({"topk_v2": False}, True)],
 )
-def test_red_herrings_change_timing_only(overrides: dict, slower: bool) -> None:
+def test_red_herrings_change_the_decode_step_time(overrides: dict, slower: bool) -> None:
     base = CostModel.for_config(EngineConfig()).decode_step_s(40, 1_000_000)
     changed = CostModel.for_config(EngineConfig(**overrides)).decode_step_s(40, 1_000_000)
     assert (changed > base) is slower and changed != base
