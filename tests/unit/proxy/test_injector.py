@@ -141,16 +141,17 @@ async def test_splice_needs_enough_streams_and_takes_another_streams_answer() ->
         injector = Injector(
             InjectionRule(RuleKind.SPLICE, min_streams, rate=0.5, seed=3), made.append
         )
-        donor_started, victim_out = anyio.Event(), []
+        donor_started, victim_done, victim_out = anyio.Event(), anyio.Event(), []
 
         async def donor() -> None:
             async for _ in injector.tap(chunks_of(slow, split_at=1000), b"d"):
                 donor_started.set()
-                await anyio.sleep(0.05)  # stays in flight while the victim streams
+                await victim_done.wait()  # stays in flight while the victim streams
 
         async def victim_stream() -> None:
             await donor_started.wait()
             victim_out.append(await collect(injector, victim))
+            victim_done.set()
 
         async with anyio.create_task_group() as group:
             group.start_soon(donor)
