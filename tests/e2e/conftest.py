@@ -13,6 +13,8 @@ from typing import ClassVar
 
 import pytest
 
+from tests.e2e import sim_server
+
 pytestmark = pytest.mark.e2e
 
 # Small, fast runs: short sessions and a sped-up engine clock.
@@ -152,3 +154,12 @@ def slurm_cluster(repo_root: Path) -> Iterator[None]:
     yield
     if not was_up:
         subprocess.run([script, "stop"], check=True, timeout=120)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[str]:
+    """The embedded engine started by hand (not by repro) with SGLang's parsers on: its URL,
+    for runs given `--url`."""
+    with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
+                           "deepseek-v3", "--time-scale", "0.2") as server:  # fmt: skip
+        yield server.url

@@ -121,13 +121,6 @@ def test_a_server_that_goes_silent_is_a_wedge_and_keeps_the_finished_turns(
     assert s["outcomes"] == {"ok": 3, "stalled": 3} and s["turns_corrupted"] == 0
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[str]:
-    with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
-                           "deepseek-v3", "--time-scale", "0.2") as server:  # fmt: skip
-        yield server.url
-
-
 def requests_running(url: str) -> int:
     """The engine's own count of requests in flight, as SGLang's /server_info gives it."""
     states = httpx.get(url + "/server_info", timeout=10).json()["internal_states"]

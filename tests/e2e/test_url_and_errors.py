@@ -3,37 +3,24 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def hand_started_engine(tmp_path: Path) -> Iterator[str]:
-    with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
-                           "deepseek-v3", "--time-scale", "0.2") as engine:  # fmt: skip
-        yield engine.url
-
-
-def test_url_runs_against_an_engine_started_by_hand(
-    tmp_path: Path, hand_started_engine: str
-) -> None:
+def test_url_runs_against_an_engine_started_by_hand(tmp_path: Path, engine: str) -> None:
     out = tmp_path / "ext"
-    done = repro(
-        "run", "--url", hand_started_engine, "--sessions", "4", *FAST[:2], "--out", str(out)
-    )
+    done = repro("run", "--url", engine, "--sessions", "4", *FAST[:2], "--out", str(out))
     assert done.returncode == 0, done.stderr
     s = summary(out)
     assert (
         s["sessions"] == 4 and s["turns"] >= 12 and s["errors"] == 0 and s["turns_corrupted"] == 0
     )
-    assert s["url"] == hand_started_engine and s["engine"] == "external"
+    assert s["url"] == engine and s["engine"] == "external"
     assert not (out / "logs").exists() and "logs in" not in done.stdout  # none are promised
 
 

@@ -7,25 +7,16 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from repro.results.reading import read_turn_table
-from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
 from tests.e2e.runs import wait_for_turns
 from tests.e2e.test_hostile_servers import gate, hostile, wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[str]:
-    with sim_server.single(tmp_path, "--tool-call-parser", "deepseekv32", "--reasoning-parser",
-                           "deepseek-v3", "--time-scale", "0.2") as server:  # fmt: skip
-        yield server.url
 
 
 def worker_processes(run_dir: Path) -> list[int]:
