@@ -170,11 +170,7 @@ class RunSpec(BaseModel):
     @field_validator("url")
     @classmethod
     def _url_is_a_base_url(cls, url: str | None) -> str | None:
-        if url is None:
-            return url
-        if not url.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return checked_base_url(url.rstrip("/"))
+        return None if url is None else checked_base_url(url)
 
     @field_validator("time_limit")
     @classmethod
@@ -269,13 +265,19 @@ class RunSpec(BaseModel):
 
 
 def checked_base_url(url: str) -> str:
-    """The URL if a client can use it as a base (scheme, host, port in range, no query);
-    raises ValueError saying what is wrong otherwise."""
+    """The URL without its trailing slashes if a client can use it as a base (http or https,
+    a host, a port in range, no query); raises ValueError saying what is wrong otherwise."""
     import ipaddress
 
     import httpx  # here, not at the top: `repro --help` does not pay for it
 
-    authority = url.split("//", 1)[1].split("/", 1)[0]
+    scheme, slashes, rest = url.partition("://")
+    if scheme not in ("http", "https") or not slashes:
+        raise ValueError("must start with http:// or https://")
+    url = url.rstrip("/")
+    authority = rest.split("/", 1)[0]
+    if not authority:
+        raise ValueError("has no host")
     if "[" in authority and "]" not in authority:
         raise ValueError("its IPv6 address misses the closing ']'")
     try:

@@ -57,6 +57,7 @@ urls = st.one_of(
         ports,
         st.sampled_from(["", "/", "/v1", "?q=1", "#f", "/a b"]),
     ),
+    st.sampled_from(["http://", "https://", "http:///v1", "http:", "//h:1"]),  # no authority
     typed,
 )
 assignments = st.one_of(

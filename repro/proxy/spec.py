@@ -37,9 +37,17 @@ class ProxySpec(BaseModel):
     @field_validator("upstream")
     @classmethod
     def _url(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return url.rstrip("/")
+        from repro.spec import checked_base_url
+
+        return checked_base_url(url)
+
+    @field_validator("host")
+    @classmethod
+    def _host_is_named(cls, host: str) -> str:
+        if not host.strip():
+            # An empty host would listen on every interface: a corrupting proxy on the network.
+            raise ValueError("is empty; give an address to listen on, e.g. 127.0.0.1")
+        return host
 
     @classmethod
     def build(cls, **fields: object) -> ProxySpec:
@@ -48,6 +56,5 @@ class ProxySpec(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as exc:
-            raise usage_error(
-                exc, {"min_streams": "--min-streams", "span_bytes": "--span-bytes"}
-            ) from None
+            options = {name: "--" + name.replace("_", "-") for name in cls.model_fields}
+            raise usage_error(exc, options) from None

@@ -40,6 +40,9 @@ def test_usage_error_names_a_field_by_its_option_and_a_rule_by_itself() -> None:
             "Invalid --url: port 99999 is not between 1 and 65535.",
         ),
         ({"url": "http://:80"}, "Invalid --url: has no host."),
+        ({"url": "http://"}, "Invalid --url: has no host."),
+        ({"url": "https:///v1"}, "Invalid --url: has no host."),
+        ({"reference_urls": ("http://",)}, "Invalid --reference-url: has no host."),
         ({"url": "http://a b:80"}, "Invalid --url: host 'a%20b' is not a host name or IP address."),
         (
             {"url": "http://h:8/x?y=1"},
