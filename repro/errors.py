@@ -51,3 +51,18 @@ def first_repro_error(group: BaseExceptionGroup) -> ReproError:
         raise group
     first = matched.exceptions[0]
     return first_repro_error(first) if isinstance(first, BaseExceptionGroup) else first  # type: ignore[return-value]
+
+
+def internal_error(exc: BaseException) -> str | None:
+    """What a run folder says of a bug in repro that stopped the run (its traceback goes to
+    stderr): None for a ReproError or a cancellation, which say what they are themselves."""
+    if isinstance(exc, BaseExceptionGroup):
+        bugs, _ = exc.split(lambda e: isinstance(e, Exception) and not isinstance(e, ReproError))
+        if bugs is None:
+            return None
+        while isinstance(bugs, BaseExceptionGroup):
+            bugs = bugs.exceptions[0]
+        exc = bugs
+    elif not isinstance(exc, Exception) or isinstance(exc, ReproError):
+        return None
+    return f"repro stopped on an internal error ({type(exc).__name__}: {exc}); please report it"

@@ -12,7 +12,7 @@ import anyio
 import httpx
 
 from repro import __version__
-from repro.errors import first_repro_error
+from repro.errors import first_repro_error, internal_error
 from repro.harness.client import RunClock
 from repro.harness.endpoint import Endpoint
 from repro.harness.final_summary import ended_because, final_summary, write_summary
@@ -129,7 +129,7 @@ async def drive(
     if loaded_log is not None:
         scenario = get_scenario(spec.scenario)
         replay = Replay(spec, scenario, model, run_dir, lambda: read_turns(store.turns_dir))
-    interrupted, error = False, None
+    interrupted, error, bug = False, None, None
     try:
         async with anyio.create_task_group() as group:
             if endpoint.deployment is not None:
@@ -151,7 +151,11 @@ async def drive(
         interrupted = True
         raise
     except BaseExceptionGroup as group:
-        error = first_repro_error(group)
+        bug = internal_error(group)
+        error = first_repro_error(group)  # re-raises a group that holds a bug
+    except Exception as exc:
+        bug = internal_error(exc)  # the folder says so; the traceback goes on to stderr
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             if endpoint.deployment is not None:
@@ -167,7 +171,7 @@ async def drive(
             wall_s=time.monotonic() - started,
             interrupted=interrupted,
             wedge=generator.wedge,
-            error=str(error) if error else None,
+            error=str(error) if error else bug,
             ended_because=ended_because(error),
             **_client_figures(generator, spec.effective_workers()),
             engine=endpoint.engine,

@@ -34,9 +34,16 @@ import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from repro.errors import UsageError
 from repro.harness.placeholders import placeholders
@@ -58,6 +65,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _health_path(path: str) -> str:
+    # Joined to the role's http://host:port: anything but a path would name another port or
+    # host ("health" gave http://127.0.0.1:8000health, a crash mid-launch).
+    if not path.startswith("/") or any(c.isspace() for c in path):
+        raise ValueError(
+            f"a health path starts with '/' and has no spaces (e.g. \"/health\"), not {path!r}"
+        )
+    return path
+
+
+HealthPath = Annotated[str, AfterValidator(_health_path)]
+
+
 class RoleChange(_Strict):
     """What one knob value does to one role."""
 
@@ -65,7 +85,7 @@ class RoleChange(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     command: list[str] | None = None
     # A replaced command is another program: it may answer readiness elsewhere and need ports.
-    health: str | None = None
+    health: HealthPath | None = None
     ports: list[str] = Field(default_factory=list)
 
 
@@ -76,8 +96,18 @@ class Unmapped(_Strict):
     hint: str
 
 
+def _knob_values(values: list[str]) -> list[str]:
+    # Written as K=V,K=V on the command line (--knob, bisect's --bad/--good, --factor).
+    for value in values:
+        if not value or any(c in value for c in ",= ") or value != value.strip():
+            raise ValueError(f"{value!r} cannot be written as K=V on the command line")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{values} names a value twice")
+    return values
+
+
 class KnobSpec(_Strict):
-    values: list[str] = Field(min_length=1)
+    values: Annotated[list[str], AfterValidator(_knob_values)] = Field(min_length=1)
     default: str | None = None
     description: str = ""
     map: dict[str, dict[str, RoleChange]] = Field(default_factory=dict)
@@ -86,7 +116,7 @@ class KnobSpec(_Strict):
 
 class RoleSpec(_Strict):
     command: list[str] = Field(min_length=1)
-    health: str = "/health"
+    health: HealthPath = "/health"
     env: dict[str, str] = Field(default_factory=dict)
     ports: list[str] = Field(default_factory=list, description="extra named ports to allocate")
     prefix: list[str] = Field(default_factory=list, description="e.g. ssh to a remote host (seam)")
@@ -111,16 +141,22 @@ class PreflightSpec(_Strict):
     timeout_s: float = Field(120.0, gt=0, description="deadline for the parser probe")
 
 
+def _distinct_roles(roles: list[str]) -> list[str]:
+    if len(set(roles)) != len(roles):
+        raise ValueError(f"{roles} names a role twice (each would take the same port)")
+    return roles
+
+
 class TopologySpec(_Strict):
-    roles: list[str] = Field(min_length=1)
+    roles: Annotated[list[str], AfterValidator(_distinct_roles)] = Field(min_length=1)
     entry: str
 
 
 class EngineSpec(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: str
-    version: str
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
     description: str = ""
     # Deadlines: finite and positive, or a wait could never end (or never begin).
     health_timeout_s: float = Field(120.0, gt=0, le=MAX_WAIT_S)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 
-from repro.errors import EngineError, ReproError, StoreError, first_repro_error
+from repro.errors import EngineError, ReproError, StoreError, first_repro_error, internal_error
 from repro.harness.driving import drive
 from repro.harness.endpoint import engine
 from repro.harness.progress import Progress
@@ -55,7 +55,7 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
     spec = resolved.spec
     run_dir = run_dir or default_run_dir(resolved.config)
     create_run_folder(run_dir, refuse="anything")
-    started, failure, cancelled = time.monotonic(), None, False
+    started, failure, cancelled, bug = time.monotonic(), None, False, None
     summary: RunSummary | None = None
     try:
         with work:
@@ -75,11 +75,15 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
                 summary = await drive(spec, endpoint, run_dir, progress=progress)
                 stopping.load_done = True
     except BaseExceptionGroup as group:
-        failure = first_repro_error(group)
+        bug = internal_error(group)
+        failure = first_repro_error(group)  # re-raises a group that holds a bug
     except ReproError as exc:
         failure = exc
     except anyio.get_cancelled_exc_class():
         cancelled = True  # not by our own scope: the event loop itself is being stopped
+        raise
+    except Exception as exc:
+        bug = internal_error(exc)  # the folder says so; the traceback goes on to stderr
         raise
     finally:
         if not (run_dir / "spec.json").exists():
@@ -90,7 +94,7 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
                 config=resolved.config,
                 wall_s=time.monotonic() - started,
                 interrupted=work.cancel_called or cancelled,
-                error=str(failure) if failure else None,
+                error=str(failure) if failure else bug,
                 run_dir=str(run_dir),
             )
             try:

@@ -101,6 +101,22 @@ unmapped = { native = "fp8", hint = "map it in a fork profile: map.bf16.engine =
             "less than or equal",
         ),
         ("x = " + "[" * 100_000 + "]" * 100_000, "nests too deeply to be read"),
+        (
+            MINIMAL + '[knobs.hicache]\nvalues = ["on", "a,b"]\n',
+            r"'knobs.hicache.values': 'a,b' cannot be written as K=V on the command line",
+        ),
+        (MINIMAL + '[knobs.hicache]\nvalues = ["on", "on"]\n', r"names a value twice"),
+        (MINIMAL.replace('roles = ["single"]', 'roles = ["single", "single"]'), "a role twice"),
+        (MINIMAL.replace('version = "1"', 'version = ""'), "'engine.version': String should"),
+        # A health path is joined to http://host:port: "health" made a URL no client parses.
+        (
+            MINIMAL + 'health = "health"\n',
+            r"'roles.single.health': a health path starts with '/' and has no spaces",
+        ),
+        (
+            MINIMAL + '[knobs.hicache]\nvalues = ["on"]\nmap.on.single = { health = "x y" }\n',
+            r"'knobs.hicache.map.on.single.health': a health path starts with '/'",
+        ),
     ],
 )
 def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> None:

@@ -1,16 +1,21 @@
-"""How a run that cannot write its folder ends: one StoreError sentence that says what is kept."""
+"""How a run ends when it cannot write its folder (one StoreError sentence that says what is
+kept) or when a bug stops it (summary.json says so)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 
 import pytest
 
+import repro.harness.whole_run as whole_run
 from repro.errors import EngineError, StoreError
 from repro.harness.final_summary import ended_because, write_summary
 from repro.results import store as store_module
 from repro.results.store import RunStore
 from repro.results.summary import summarize
+from repro.spec import RunSpec
 
 
 @pytest.fixture
@@ -53,3 +58,27 @@ def test_an_engine_error_survives_a_summary_written_fine(store: RunStore) -> Non
     died = EngineError("The decode engine exited with code 1.")
     assert write_summary(store, summarize([], config={}, wall_s=1.0), died) is died
     assert ended_because(died) == "engine_failed" and ended_because(None) is None
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_bug_keeps_its_traceback_and_the_folder_says_the_run_ended_in_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrapped: bool
+) -> None:
+    """A bug in repro (here while the engine starts, bare or inside a task group's group) is
+    raised as it is; summary.json must not call that run completed."""
+
+    @contextlib.asynccontextmanager
+    async def engine(spec, logs_dir, resolved, **_):  # type: ignore[no-untyped-def]
+        bug = RuntimeError("a health URL that cannot be parsed")
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [bug]) if wrapped else bug
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(whole_run, "engine", engine)
+    with pytest.raises((RuntimeError, ExceptionGroup)):
+        whole_run.run(RunSpec(sessions=1, knobs={"topology": "single"}), tmp_path / "run")
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert written["ended_because"] == "error" and written["interrupted"] is False
+    assert written["error"] == (
+        "repro stopped on an internal error (RuntimeError: a health URL that cannot be parsed); "
+        "please report it"
+    )
