@@ -97,9 +97,15 @@ class TrialCache:
                 "trial again."
             ) from None
         # A digest collision or a hand-edited file must not pass as this trial's evidence.
-        if data.get("key") != json.loads(json.dumps(key)):
+        if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(key)):
             return None
-        waves = tuple(Wave(**w) for w in data["waves"])
+        try:
+            waves = tuple(Wave(**w) for w in data["waves"])
+        except (KeyError, TypeError) as exc:
+            raise ReproError(
+                f"Trial cache entry {path} is not one repro wrote ({exc!r}); delete it to "
+                "measure that trial again."
+            ) from None
         return Evidence(data["key"]["config"], waves)
 
     def save(self, key: Mapping[str, object], evidence: Evidence) -> None:

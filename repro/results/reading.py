@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from repro.errors import UsageError
 from repro.harness import TurnRecord
 from repro.results.summary import RunSummary, summarize
+from repro.spec import Oracle
 from repro.user_files import TOO_DEEP, read_user_text
 
 Shape = TypeVar("Shape", bound=BaseModel)
@@ -91,6 +93,11 @@ def read_run(path: Path) -> RunFolder:
     spec = _read(spec_file, _WrittenSpec)
     wall_s = written.wall_s if written else max((r.ended_at_s for r in loaded), default=0.0)
     oracle = spec.spec.get("oracle")
+    oracles = typing.get_args(Oracle)
+    if oracle not in (None, *oracles):
+        raise UsageError(
+            f"{spec_file}: 'spec.oracle' is {oracle!r}, not one of {', '.join(oracles)}."
+        )
     divergence_info = written.divergence if written else None
     records, divergence = judged_view(path, loaded, oracle, divergence_info)
     summary = summarize(

@@ -107,6 +107,9 @@ class RunSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        """Raises TypeError when `data` is not what summary.json holds (e.g. a list)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a summary is a JSON object, not {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         if "sessions_reaching_60k" in data:  # summary.json from before the threshold was named
             data.setdefault("sessions_reaching_long_context", data["sessions_reaching_60k"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from repro.bisect.cache import TrialCache, key_digest, trial_key
@@ -74,4 +76,20 @@ def test_an_unreadable_entry_is_an_error_naming_it(tmp_path):
     key = trial_key(RunSpec(), CONFIG, "engine 1")
     cache.path(key).write_text("{ half written")
     with pytest.raises(ReproError, match=r"cannot be read.*delete it"):
+        cache.load(key)
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"x"', "1"])
+def test_an_entry_that_is_not_an_object_is_not_this_trials_evidence(tmp_path, text):
+    cache = TrialCache(tmp_path)
+    key = trial_key(RunSpec(), CONFIG, "engine 1")
+    cache.path(key).write_text(text)
+    assert cache.load(key) is None  # measured again, and written over
+
+
+def test_an_entry_with_this_key_but_damaged_waves_is_an_error_naming_it(tmp_path):
+    cache = TrialCache(tmp_path)
+    key = trial_key(RunSpec(), CONFIG, "engine 1")
+    cache.path(key).write_text(json.dumps({"key": key, "waves": [{"outcomes": "C"}]}))
+    with pytest.raises(ReproError, match=r"is not one repro wrote .*delete it"):
         cache.load(key)

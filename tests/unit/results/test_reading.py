@@ -74,6 +74,11 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
         ("summary.json", b'{"wall_s": NaN}', r"summary.json is damaged at 'wall_s'"),
         ("spec.json", b'{"config": ["pd"]}', r"spec.json is damaged at 'config'"),
         ("spec.json", b'{"config": {"topology": 1}}', r"spec.json is damaged at 'config.topology'"),
+        (
+            "spec.json",
+            b'{"config": {}, "spec": {"oracle": "x"}}',
+            r"spec.json: 'spec.oracle' is 'x', not one of validity, divergence, both\.",
+        ),
     ],
 )
 def test_a_damaged_run_folder_is_one_sentence(
@@ -244,3 +249,13 @@ def test_a_run_younger_than_its_first_write_says_so(tmp_path: Path) -> None:
         read_run(folder)
     with pytest.raises(UsageError, match="does not exist"):
         read_run(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("line", [b"[1, 2]", b"null", b'"x"', b"{}", b"{garbage"])
+def test_a_replay_line_repro_did_not_write_is_one_sentence(tmp_path: Path, line: bytes) -> None:
+    from repro.harness.replayed import read_replayed
+
+    (tmp_path / "divergence.jsonl").write_bytes(line + b"\n")
+    with pytest.raises(UsageError, match=r"divergence.jsonl line 1 is not a line repro wrote\."):
+        read_replayed(tmp_path)
+

@@ -42,6 +42,9 @@ def test_only_a_run_that_reached_its_end_counts_as_measured(tmp_path: Path) -> N
     (tmp_path / "torn").mkdir()
     (tmp_path / "torn" / "summary.json").write_text("{not json")
     assert finished(tmp_path / "torn") is None
+    for shape in ("[]", "null", '"x"'):  # JSON, but not a summary: measured again, no traceback
+        (tmp_path / "torn" / "summary.json").write_text(shape)
+        assert finished(tmp_path / "torn") is None
 
 
 def test_an_unfinished_attempt_is_renamed_never_deleted(tmp_path: Path) -> None:
