@@ -258,4 +258,3 @@ def test_a_replay_line_repro_did_not_write_is_one_sentence(tmp_path: Path, line:
     (tmp_path / "divergence.jsonl").write_bytes(line + b"\n")
     with pytest.raises(UsageError, match=r"divergence.jsonl line 1 is not a line repro wrote\."):
         read_replayed(tmp_path)
-
