@@ -127,10 +127,10 @@ def gate(
     )
 
     with exit_on_error():
-        threshold = Threshold.parse(max_corruption)
         if junit is not None:
             check_junit_path(junit)
         with junit_on_error(junit):
+            threshold = Threshold.parse(max_corruption)
             try:
                 summary = _run(o.build_spec(**options), out, as_json=as_json, show=not as_json)
             except RunStopped as stop:  # an engine error or a signal: judged all the same

@@ -121,7 +121,7 @@ def check_junit_path(path: Path) -> None:
     would wait forever (a pipe with no reader)."""
     from repro.results.store import check_output_file
 
-    check_output_file("--junit", path)
+    check_output_file("--junit", path, (".xml",))
     if path.exists() and not path.is_file():
         raise UsageError(f"--junit {path} is not a regular file; give the path of a file to write.")
 

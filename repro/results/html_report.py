@@ -16,12 +16,7 @@ from repro.results.store import check_output_file
 
 def write_html_report(folder: RunFolder, path: Path) -> None:
     """Write the page to `path`; raises UsageError when it cannot be written there."""
-    check_output_file("--html", path)  # before drawing, which takes a second or more
-    inside = path.exists() and folder.path.resolve() in path.resolve().parents
-    if inside and path.suffix.lower() not in (".html", ".htm"):  # turns.parquet, spec.json, ...
-        raise UsageError(
-            f"cannot write the HTML report over {path}: it is part of the run; name a new file."
-        )
+    check_output_file("--html", path, (".html", ".htm"))  # before drawing: a second or more
     page = render_html(folder)
     try:
         path.write_text(page, encoding="utf-8")

@@ -62,9 +62,11 @@ TURN_SCHEMA = pa.schema([(f.name, _ARROW_TYPES[f.type]) for f in dataclasses.fie
 T = TypeVar("T")
 
 
-def check_output_file(option: str, path: Path) -> None:
-    """Refuse a file path given to `option` (--junit, --html) that could not be written, in
-    one sentence, before any work is spent on what would go in it."""
+def check_output_file(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse a file path given to `option` (--junit, --html) that could not be written, or
+    whose writing would destroy a run's own file, in one sentence, before any work is spent
+    on what would go in it. `suffixes`: what a file this option wrote earlier ends with."""
+    _refuse_a_runs_own_file(option, path, suffixes)
     folder = path.parent
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give the path of the file to write.")
@@ -77,6 +79,22 @@ def check_output_file(option: str, path: Path) -> None:
 
 
 RUN_FILES = ("spec.json", TURNS, "summary.json")  # a folder holding any of these holds a run
+# Every file name a run writes at its top level (divergence.jsonl and loaded.jsonl: the replay).
+_WRITTEN_BY_A_RUN = {*RUN_FILES, FAILURES, PROTOCOL_ERRORS, CLIENT_LOAD, "divergence.jsonl",
+                     "loaded.jsonl"}  # fmt: skip
+
+
+def _refuse_a_runs_own_file(option: str, path: Path, suffixes: tuple[str, ...]) -> None:
+    real = path.resolve()  # a symlink writes where it points
+    in_a_run = any(any((d / name).exists() for name in RUN_FILES) for d in real.parents)
+    measured = (
+        real.name in _WRITTEN_BY_A_RUN
+        or TURNS in real.parts[:-1]  # a part of the turns table
+        or (in_a_run and real.exists() and real.suffix.lower() not in suffixes)
+    )
+    if measured:
+        shown = path if real == path.absolute() else f"{path} (that is {real})"
+        raise UsageError(f"{option} {shown} would write over a run's own file; name a new file.")
 
 
 def create_run_folder(run_dir: Path, *, refuse: str) -> None:

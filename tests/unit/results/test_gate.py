@@ -136,6 +136,28 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path:
         check_output_file("--junit", blocker / "junit.xml")
 
 
+def test_a_junit_path_onto_a_runs_own_file_is_refused(tmp_path: Path) -> None:
+    """The gate's own run folder does not exist yet when --junit is checked: its file names
+    are refused by name; an existing run's files (and a link to one) by what they are."""
+    from repro.results import check_junit_path
+
+    over = "would write over a run's own file; name a new file"
+    for target in ("gate/summary.json", "gate/turns.parquet/part-000000.parquet"):
+        with pytest.raises(UsageError, match=over):
+            check_junit_path(tmp_path / target)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "spec.json").write_text("{}")
+    (run / "notes.txt").write_text("mine")
+    (tmp_path / "junit.xml").symlink_to(run / "notes.txt")
+    for target in (run / "notes.txt", tmp_path / "junit.xml"):
+        with pytest.raises(UsageError, match=over):
+            check_junit_path(target)
+    (run / "junit.xml").write_text("<testsuite/>")
+    check_junit_path(run / "junit.xml")  # an earlier gate's file: written again
+    check_junit_path(run / "new.xml")
+
+
 def test_a_pipe_given_as_junit_is_refused_before_the_run(tmp_path: Path) -> None:
     import os
 
@@ -145,3 +167,18 @@ def test_a_pipe_given_as_junit_is_refused_before_the_run(tmp_path: Path) -> None
     with pytest.raises(UsageError, match="is not a regular file"):
         check_junit_path(tmp_path / "junit.xml")
     check_junit_path(tmp_path / "new.xml")
+
+
+def test_a_bad_threshold_still_writes_the_junit_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    junit = tmp_path / "junit.xml"
+    done = CliRunner().invoke(app, ["gate", "--max-corruption", "abc", "--junit", str(junit)])
+    assert done.exit_code == 2 and "neither a count" in done.stderr
+    message = ET.parse(junit).getroot().find("testcase/error").get("message")
+    assert (
+        message
+        == "--max-corruption 'abc' is neither a count (e.g. 0, 3) nor a percent (e.g. 0.5%)."
+    )

@@ -93,23 +93,30 @@ def test_the_command_writes_the_page_and_says_one_sentence_when_it_cannot(tmp_pa
     assert "does not exist." in missing.stderr and missing.stderr.count("\n") == 1
 
 
+OVER_A_RUNS_FILE = "would write over a run's own file; name a new file"
+
+
 @pytest.mark.parametrize(
-    ("name", "message"),
+    "target",
     [
-        ("turns.parquet/part-000000.parquet", "it is part of the run; name a new file"),
-        ("turns.parquet", "is a folder; give the path of the file to write"),
-        ("spec.json", "it is part of the run; name a new file"),
-        ("summary.json", "it is part of the run; name a new file"),
+        "run/turns.parquet/part-000000.parquet",
+        "run/turns.parquet",
+        "run/spec.json",
+        "run/summary.json",
+        "other/summary.json",  # another run's file
+        "other/failures.jsonl",
+        "link.html",  # a symlink to this run's spec.json
     ],
 )
-def test_the_page_never_overwrites_the_runs_own_files(
-    tmp_path: Path, name: str, message: str
-) -> None:
+def test_the_page_never_overwrites_a_runs_own_files(tmp_path: Path, target: str) -> None:
     run = write_run(tmp_path / "run", corrupted=1, sessions=4)
-    files = sorted(p for p in run.rglob("*") if p.is_file())
+    other = write_run(tmp_path / "other", corrupted=0, sessions=4)
+    (other / "failures.jsonl").write_text("")
+    (tmp_path / "link.html").symlink_to(run / "spec.json")
+    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     before = [p.read_bytes() for p in files]
-    with pytest.raises(UsageError, match=message):
-        write_html_report(read_run(run), run / name)
+    with pytest.raises(UsageError, match=OVER_A_RUNS_FILE):
+        write_html_report(read_run(run), tmp_path / target)
     assert [p.read_bytes() for p in files] == before
     write_html_report(read_run(run), run / "report.html")  # a page beside them is fine
     write_html_report(read_run(run), run / "report.html")  # and may be redrawn
