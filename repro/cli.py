@@ -204,6 +204,13 @@ def report(
 
     with exit_on_error():
         folder = read_run(run_dir)
+        if folder.turns_missing:
+            errors.print(
+                f"warning: summary.json counted {folder.turns_missing} turns more than "
+                f"{run_dir / 'turns.parquet'} holds (a part is lost); the figures cover the rest.",
+                markup=False,
+                soft_wrap=True,
+            )
         if html is not None:
             from repro.results import write_html_report
 

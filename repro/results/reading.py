@@ -36,6 +36,7 @@ class RunFolder:
     path: Path
     records: list[TurnRecord]
     summary: RunSummary
+    turns_missing: int = 0  # counted in summary.json but not in turns.parquet (a part lost)
 
 
 class _WrittenSpec(BaseModel):
@@ -66,6 +67,7 @@ class _WrittenSummary(BaseModel):
     client_cpu_share: float = Field(0.0, ge=0)
     client_workers: int = Field(1, ge=1)
     wall_s: float = Field(0.0, ge=0)
+    outcomes: dict[str, int] = Field(default_factory=dict)  # every turn written, by outcome
 
 
 def read_run(path: Path) -> RunFolder:
@@ -77,6 +79,9 @@ def read_run(path: Path) -> RunFolder:
         path / n for n in ("turns.parquet", "spec.json", "summary.json")
     )
     written = _read(summary_file, _WrittenSummary) if summary_file.exists() else None
+    counted = sum(written.outcomes.values()) if written else 0
+    if counted and not turns.exists():
+        raise UsageError(f"{turns} is missing, though summary.json counts {counted} turns.")
     if not turns.exists() or not spec_file.exists():
         if written is not None:  # repro made it, but no load ran: say why it stopped
             why = written.error or (
@@ -121,7 +126,7 @@ def read_run(path: Path) -> RunFolder:
         oracle=oracle,
         divergence=divergence,
     )
-    return RunFolder(path, records, summary)
+    return RunFolder(path, records, summary, max(counted - len(loaded), 0))
 
 
 def judged_view(
@@ -157,14 +162,31 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
             raise UsageError(f"{part} is not a regular file; it cannot be a turns table.")
     if not parts:
         return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
+    damaged = (pa.ArrowException, OSError, ValueError, TypeError, KeyError)
+    tables = []
+    for part in parts:
+        try:
+            tables.append(_read_part(part, wanted, turns))
+        except damaged as exc:
+            if part == turns:
+                raise UsageError(
+                    f"{turns} is not a turns table written by repro run, or it is damaged "
+                    f"({_reason(exc)})."
+                ) from None
+            raise UsageError(
+                f"{part} is not a part repro wrote, or it is damaged ({_reason(exc)}); rename it "
+                f"to start with '_' to read the other parts of {turns.name}."
+            ) from None
     try:
-        tables = [_read_part(part, wanted, turns) for part in parts]
         return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
-    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    except damaged as exc:
         raise UsageError(
-            f"{turns} is not a turns table written by repro run, or it is damaged ({reason})."
+            f"{turns} is not a turns table written by repro run, or it is damaged ({_reason(exc)})."
         ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 # Columns added after runs were first written, with the value an older run's turns had.

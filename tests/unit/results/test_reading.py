@@ -63,8 +63,8 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("turns.parquet/part-000000.parquet", b"", r"turns.parquet is not a turns table"),
-        ("turns.parquet/part-000000.parquet", b"not parquet", r"turns.parquet is not a turns"),
+        ("turns.parquet/part-000000.parquet", b"", r"part-000000.parquet is not a part repro"),
+        ("turns.parquet/part-000000.parquet", b"x", r"part-000000.parquet is not a part repro"),
         ("spec.json", b"{", r"spec.json is not valid JSON"),
         ("spec.json", b"[]", r"spec.json does not hold a JSON object"),
         ("summary.json", b"", r"summary.json is not valid JSON"),
@@ -258,3 +258,31 @@ def test_a_replay_line_repro_did_not_write_is_one_sentence(tmp_path: Path, line:
     (tmp_path / "divergence.jsonl").write_bytes(line + b"\n")
     with pytest.raises(UsageError, match=r"divergence.jsonl line 1 is not a line repro wrote\."):
         read_replayed(tmp_path)
+
+
+def test_turns_the_summary_counted_but_the_table_lost_are_said(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "a", corrupted=1, sessions=6)
+    (part,) = (folder / "turns.parquet").iterdir()
+    kept = pq.read_table(part).slice(0, 4)
+    part.unlink()
+    pq.write_table(kept, folder / "turns.parquet" / "part-000001.parquet")
+    read = read_run(folder)
+    assert read.turns_missing == 2 and len(read.records) == 4
+    assert (
+        write_run(tmp_path / "b", corrupted=0, sessions=3)
+        and not read_run(tmp_path / "b").turns_missing
+    )
+    shutil.rmtree(folder / "turns.parquet")
+    with pytest.raises(UsageError, match=r"turns.parquet is missing, though summary.json counts 6"):
+        read_run(folder)
+
+
+def test_a_damaged_part_is_named_with_how_to_read_the_rest(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "a", corrupted=1, sessions=6)
+    bad = folder / "turns.parquet" / "part-000009.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(UsageError, match=r"part-000009.parquet is not a part repro wrote.*"
+                       r"rename it to start with '_' to read the other parts"):  # fmt: skip
+        read_run(folder)
+    bad.rename(bad.with_name("_part-000009.parquet"))
+    assert len(read_run(folder).records) == 6
