@@ -10,6 +10,7 @@ SIGHUP); and if repro itself dies, the supervisors tear down without it.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -63,7 +64,15 @@ def tail(role: Role, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return "    (no log)"
     kept = [line for line in text.splitlines() if not line.startswith("# ")]
+    if kept and _REFUSED_ARGUMENT.match(kept[-1]):
+        # An engine's argument parser refused what it was given (e.g. --set time_scale=abc):
+        # its last line says which and why; the usage text above it only hides that.
+        kept = kept[-1:]
     return "\n".join(f"    {line}" for line in kept[-lines:]) or "    (the log is empty)"
+
+
+# argparse's last line when it refuses the command line: "PROG: error: argument --x: ...".
+_REFUSED_ARGUMENT = re.compile(r"^\S.*: error: (argument |unrecognized arguments|the following)")
 
 
 def death(role: Role, when: str) -> EngineError:

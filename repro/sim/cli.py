@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -68,14 +69,20 @@ def _port(text: str) -> int:
 _port.__name__ = "port"  # argparse names the type in its message: "invalid port value"
 
 
-def _positive_gb(text: str) -> float:
-    """A positive amount of gigabytes (or gigabytes a second)."""
+def _positive(text: str) -> float:
+    """A finite number above 0 (nan or 0 as a clock's scale would stop the engine's time)."""
     value = float(text)
-    if not value > 0:
+    if not (math.isfinite(value) and value > 0):
         raise ValueError(text)
     return value
 
 
+def _positive_gb(text: str) -> float:
+    """A positive amount of gigabytes (or gigabytes a second)."""
+    return _positive(text)
+
+
+_positive.__name__ = "positive number"
 _positive_gb.__name__ = "positive number of GB"
 
 
@@ -100,7 +107,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--disaggregation-bootstrap-timeout",
-        type=float,
+        type=_positive,
         default=300.0,
         help="seconds (wall) a KV hand-over may take before the request fails (SGLang: 300)",
     )
@@ -139,7 +146,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--time-scale",
-        type=float,
+        type=_positive,
         default=DEFAULT_TIME_SCALE,
         help="wall seconds per modelled second (0.25: four times faster than the modelled GPU)",
     )
@@ -178,7 +185,7 @@ def _router_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--decode", required=True, metavar="URL")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_port, default=30000)
-    p.add_argument("--request-timeout-secs", type=float, default=600.0)
+    p.add_argument("--request-timeout-secs", type=_positive, default=600.0)
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
 
 
