@@ -94,7 +94,7 @@ def test_engine_that_fails_to_start_shows_its_last_log_lines(
     assert "--no-such-flag" in err  # the engine's own complaint, from its log
     # Only the parser's verdict, not the usage text above it in the log.
     assert done.stderr.rstrip().endswith(
-        "python -m repro.sim serve: error: unrecognized arguments: --no-such-flag"
+        "python -m repro.sim: error: unrecognized arguments: --no-such-flag"
     )
     assert "usage:" not in done.stderr and "[--seed SEED]" not in done.stderr
     assert summary(out)["error"].startswith("The single engine process exited")
