@@ -203,16 +203,27 @@ def build_spec(
     numerical_margin: float | None = None,
     **fields: Any,
 ) -> RunSpec:
-    """Options to RunSpec: knob options and --knob merge (an option wins over --knob)."""
+    """Options to RunSpec: knob options and --knob merge (a knob given two values is refused)."""
     knobs = parse_assignments(knob or [])
     named = {"topology": topology, "hicache": hicache, "index_k": index_k, "topk_v2": topk_v2}
     named |= {"custom_kernels": custom_kernels, "cuda_graph": cuda_graph, "router": router}
-    knobs |= {k: v for k, v in named.items() if v is not None}
-    chosen = {}
+    for name, value in named.items():
+        if value is None:
+            continue
+        if knobs.get(name, value) != value:
+            option = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"{name} is given twice ({option} {value}, --knob {name}={knobs[name]}); "
+                "give it once."
+            )
+        knobs[name] = value
+    chosen: dict[str, str] = {}
     for item in settings or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set '{item}' is not KEY=VALUE.")
+        if chosen.get(key.strip(), value) != value:
+            raise UsageError(f"--set {key.strip()} is given twice with two values; give it once.")
         chosen[key.strip()] = value
     if model_path is not None:
         chosen["model_path"] = model_path

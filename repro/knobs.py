@@ -36,12 +36,18 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:
-    """Parse `name=value` items, each possibly a comma-separated list; later items win."""
+    """Parse `name=value` items, each possibly a comma-separated list; a name given twice
+    with two values is refused (which one was meant cannot be told)."""
     knobs: dict[str, str] = {}
     for item in items:
         for part in item.split(","):
             if part.strip():
                 name, value = parse_assignment(part)
+                if knobs.get(name, value) != value:
+                    raise UsageError(
+                        f"{name} is given twice ({name}={knobs[name]}, {name}={value}); "
+                        "give it once."
+                    )
                 knobs[name] = value
     return knobs
 

@@ -193,6 +193,25 @@ class RunSpec(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _launch_options_need_a_launch(self) -> RunSpec:
+        # With --url repro starts no engine (unless it launches reference engines to replay
+        # on): what would only shape a launch would be dropped without a word.
+        if not self.url or self.reference_engines:
+            return self
+        given = {
+            "--set (or --model-path)": bool(self.settings),
+            "--server-args": bool(self.server_args),
+            "--port": self.port is not None,
+            "--health-timeout": self.health_timeout_s is not None,
+            "--server-python": self.server_python is not None,
+        }
+        if dropped := [option for option, set_ in given.items() if set_]:
+            raise ValueError(
+                f"{dropped[0]} shapes an engine repro launches; with --url it launches none"
+            )
+        return self
+
     @field_validator("replay_sample")
     @classmethod
     def _sample_is_all_auto_or_a_count(cls, sample: str) -> str:

@@ -118,8 +118,11 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     sessions = wilson(summary.sessions_corrupted, summary.sessions)
     turns = wilson(summary.turns_corrupted, summary.turns)
     colour = "red" if summary.turns_corrupted else "green"
+    config = describe(summary.config, ", ")
+    if summary.engine == "external" and config:
+        config += " (as labelled: repro did not launch this engine)"
     rows = [
-        SummaryRow("configuration", describe(summary.config, ", ") or "(external engine)"),
+        SummaryRow("configuration", config or "(external engine)"),
         SummaryRow(
             "engine", f"{summary.engine} at {summary.url}" if summary.url else summary.engine
         ),

@@ -41,7 +41,23 @@ def test_refused_before_anything_starts(
 @pytest.mark.parametrize("command", ["run", "gate"])
 def test_with_url_an_unknown_setting_or_knob_is_refused_too(tmp_path: Path, command: str) -> None:
     url = ["--url", "http://127.0.0.1:9", "--out", str(tmp_path / "run")]
-    for args, message in CASES[:3]:
+    launches_none = (
+        "--set (or --model-path) shapes an engine repro launches; with --url it launches none."
+    )
+    for args, message in [(CASES[0][0], launches_none), *CASES[1:3]]:
         result = CliRunner().invoke(app, [command, *url, *args])
         assert result.exit_code == 2 and message in result.stderr, result.output
         assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--server-args", "--tp 2"], ["--port", "31000"], ["--health-timeout", "5"],
+     ["--server-python", "/usr/bin/python3"], ["--model-path", "m"]],
+)  # fmt: skip
+def test_with_url_what_only_shapes_a_launch_is_refused(tmp_path: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(app, ["run", "--url", "http://127.0.0.1:9", *args])
+    assert result.exit_code == 2, result.output
+    assert "shapes an engine repro launches; with --url it launches none." in result.stderr
+    option = "--set (or --model-path)" if args[0] == "--model-path" else args[0]
+    assert result.stderr.startswith(f"error: {option} shapes")
