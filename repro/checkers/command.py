@@ -66,6 +66,12 @@ def _read_tools(path: Path) -> ToolSet:
 def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
     # Undecodable bytes become lone surrogates, which the checks report as invalid_char.
     text = read_user_file(path, str(path)).decode("utf-8", errors="surrogateescape")
+    if chosen.name == "dsml-v32" and _a_saved_record(text):
+        raise UsageError(
+            f"{path} holds a JSON record (a chat completion, or a line of a run's "
+            "failures.jsonl?), not a raw completion: give the text after the assistant tag, "
+            "or --format openai-parsed for a chat completion."
+        )
     try:
         return chosen.read(text)
     except (ValueError, AttributeError, TypeError) as e:
@@ -74,6 +80,25 @@ def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
         ) from None
     except RecursionError:
         raise UsageError(f"{path} {TOO_DEEP}.") from None
+
+
+# Keys of what people save around a completion: an API response, a message, a run's records.
+_RECORD_KEYS = {"choices", "message", "messages", "content", "tool_calls", "session_id", "request"}
+
+
+def _a_saved_record(text: str) -> bool:
+    """The text, or its first line (JSON lines), is a JSON object with a record's keys: the
+    raw completion is somewhere inside it."""
+    text = text.strip()
+    if not text.startswith("{"):
+        return False
+    for candidate in (text, text.split("\n", 1)[0]):
+        try:
+            record = json.loads(candidate)
+        except (ValueError, RecursionError):
+            continue
+        return isinstance(record, dict) and bool(_RECORD_KEYS & record.keys())
+    return False
 
 
 def _field_text(output: AssistantOutput, field: str) -> str:

@@ -41,6 +41,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
     paths["message"].write_text(json.dumps(message), encoding="utf-8")
     paths["fifo"] = tmp_path / "fifo"  # no writer: reading it would wait forever
     os.mkfifo(paths["fifo"])
+    paths["failures"] = tmp_path / "failures.jsonl"
+    line = {"session_id": 1, "turn": 3, "content": TWO_CALLS, "defects": []}
+    paths["failures"].write_text(json.dumps(line) + "\n" + json.dumps(line), encoding="utf-8")
     paths["deep"] = tmp_path / "deep.json"
     paths["deep"].write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     return paths
@@ -132,6 +135,14 @@ def test_undecodable_bytes_are_a_defect_not_a_crash(files, capsys, tmp_path: Pat
         (
             lambda f: (f["tools"], [f["good"]], "openai-parsed", False),
             "is not a valid openai-parsed file",
+        ),
+        (  # a chat message given as a raw completion: its markup would be read as prose
+            lambda f: (f["tools"], [f["message"]], "dsml-v32", False),
+            r"holds a JSON record .*not a raw completion.*--format openai-parsed",
+        ),
+        (  # a line of a run's failures.jsonl, its content JSON-escaped
+            lambda f: (f["tools"], [f["failures"]], "dsml-v32", False),
+            r"failures.jsonl holds a JSON record",
         ),
     ],
 )
