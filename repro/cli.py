@@ -27,6 +27,27 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        print(f"repro {version('repro')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="print repro's version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Reproduce and bisect tool-call corruption in LLM serving under concurrency."""
+
+
 DryRun = Annotated[
     bool,
     typer.Option("--dry-run", help="print each role's exact argv and environment; start nothing"),

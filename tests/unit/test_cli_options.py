@@ -66,3 +66,10 @@ def test_no_help_text_is_cut_in_an_80_column_terminal(command: list[str]) -> Non
     result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
+
+
+def test_version_is_the_installed_packages() -> None:
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"repro {version('repro')}\n"
