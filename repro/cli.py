@@ -249,15 +249,25 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
     """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
-    from repro.results import compare_rates, comparison_document, comparison_table, read_run
+    from repro.results import (
+        compare_rates,
+        comparison_document,
+        comparison_table,
+        load_differences,
+        read_run,
+    )
 
     with exit_on_error():
-        first, second = read_run(a).summary, read_run(b).summary
+        if a.resolve() == b.resolve():
+            raise UsageError(f"A and B are the same run folder ({a}); give two runs.")
+        run_a, run_b = read_run(a), read_run(b)
+        first, second = run_a.summary, run_b.summary
         rows = compare_rates(first, second)
+        load = load_differences(run_a.spec, run_b.spec)
         if as_json:
-            console.print_json(data=comparison_document(first, second, rows))
+            console.print_json(data=comparison_document(first, second, rows, load))
         else:
-            console.print(comparison_table(first, second, rows))
+            console.print(comparison_table(first, second, rows, load))
 
 
 profile_app = typer.Typer(help="Launch profiles: what one defines.", no_args_is_help=True)

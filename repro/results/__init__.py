@@ -13,6 +13,7 @@ _HOMES = {
     "compare_rates": "compare",
     "comparison_document": "compare",
     "comparison_table": "compare",
+    "load_differences": "compare",
     "Threshold": "gate",
     "check_junit_path": "gate",
     "decide": "gate",

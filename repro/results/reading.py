@@ -37,6 +37,7 @@ class RunFolder:
     records: list[TurnRecord]
     summary: RunSummary
     turns_missing: int = 0  # counted in summary.json but not in turns.parquet (a part lost)
+    spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the RunSpec as run
 
 
 class _WrittenSpec(BaseModel):
@@ -126,7 +127,7 @@ def read_run(path: Path) -> RunFolder:
         oracle=oracle,
         divergence=divergence,
     )
-    return RunFolder(path, records, summary, max(counted - len(loaded), 0))
+    return RunFolder(path, records, summary, max(counted - len(loaded), 0), spec.spec)
 
 
 def judged_view(

@@ -286,3 +286,26 @@ def test_a_damaged_part_is_named_with_how_to_read_the_rest(tmp_path: Path) -> No
         read_run(folder)
     bad.rename(bad.with_name("_part-000009.parquet"))
     assert len(read_run(folder).records) == 6
+
+
+def test_compare_names_the_load_two_runs_differ_in_and_refuses_one_run_twice(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    a, b = write_run(tmp_path / "a", corrupted=3), write_run(tmp_path / "b", corrupted=0)
+    for folder, context in ((a, 80_000), (b, 16_000)):
+        spec = json.loads((folder / "spec.json").read_text())
+        spec["spec"] = {"sessions": 80, "context_max_tokens": context, "oracle": "validity"}
+        (folder / "spec.json").write_text(json.dumps(spec))
+    done = CliRunner().invoke(app, ["compare", str(a), str(b), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["load_differs_in"] == {"context-max": {"a": 80_000, "b": 16_000}}
+    table = CliRunner().invoke(app, ["compare", str(a), str(b)], terminal_width=200).stdout
+    assert "load differs in" in table and "context-max 80000" in table
+    same = CliRunner().invoke(app, ["compare", str(a), str(tmp_path / "." / "a") + "/"])
+    assert same.exit_code == 2 and "A and B are the same run folder" in same.stderr
