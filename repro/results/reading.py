@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repro.errors import UsageError
 from repro.harness import TurnRecord
-from repro.results.summary import RunSummary, summarize
+from repro.results.summary import UNFINISHED, RunSummary, summarize
 from repro.spec import Oracle
 from repro.user_files import TOO_DEEP, read_user_text
 
@@ -114,7 +114,7 @@ def read_run(path: Path) -> RunFolder:
         interrupted=written.interrupted if written else True,
         wedge=written.wedge if written else None,
         error=written.error if written else None,
-        ended_because=written.ended_because if written else None,
+        ended_because=written.ended_because if written else UNFINISHED,
         client_pauses=written.client_pauses if written else 0,
         client_paused_s=written.client_paused_s if written else 0.0,
         client_loop_lag_s=written.client_loop_lag_s if written else None,

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from repro.knobs import describe
 from repro.results.stats import wilson
-from repro.results.summary import RunSummary
+from repro.results.summary import UNFINISHED, RunSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,16 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         rows.append(SummaryRow("WEDGE", summary.wedge, "red"))
     if summary.error:
         rows.append(SummaryRow("engine error", summary.error.splitlines()[0], "red"))
-    if summary.interrupted:
+    if summary.ended_because == UNFINISHED:
+        rows.append(
+            SummaryRow(
+                "unfinished",
+                "no summary.json: the run is still going, or was killed; the figures cover the "
+                "turns written so far",
+                "yellow",
+            )
+        )
+    elif summary.interrupted:
         rows.append(
             SummaryRow(
                 "interrupted", "yes: the figures cover only the turns that finished", "yellow"

@@ -51,6 +51,8 @@ SUMMARY_COLUMNS = (
 LONG_CONTEXT_TOKENS = 60_000
 # Why a run ended, as summary.json says in `ended_because`.
 ENDED = ("completed", "interrupted", "wedged", "engine_failed", "write_failed", "error")
+# What `repro report` says of a folder with no summary.json (the run is going, or was killed).
+UNFINISHED = "unfinished"
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ def test_a_crashed_run_is_recomputed_from_its_turns(tmp_path: Path) -> None:
     assert s.sessions_corrupted == 3 and s.interrupted and s.error is None
     # It may still be running, or have been killed: the report claims no engine error, no Ctrl-C.
     rows = {row.label: row.text for row in summary_rows(s, None)}
-    assert "engine error" not in rows and "Ctrl-C" not in rows["interrupted"]
+    assert "engine error" not in rows and "interrupted" not in rows
+    assert rows["unfinished"].startswith("no summary.json: the run is still going, or was killed")
 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_a_live_run_before_its_first_flush_reads_as_no_turns_yet(tmp_path: Path)
     store = RunStore(tmp_path / "live")
     store.write_spec({"config": {}, "engine": "repro-sim 0.1", "url": "http://x"})
     s = read_run(tmp_path / "live").summary
-    assert s.turns == 0 and s.interrupted and s.ended_because == "interrupted"
+    assert s.turns == 0 and s.interrupted and s.ended_because == "unfinished"
     store.close()
 
 
