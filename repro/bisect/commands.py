@@ -94,9 +94,16 @@ def resume_on_interrupt() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def _split(options: dict[str, Any]) -> tuple[SprtSettings, dict[str, Any]]:
-    """The statistics options as SprtSettings; the rest for build_spec."""
+def _split(options: dict[str, Any], wave: int) -> tuple[SprtSettings, dict[str, Any]]:
+    """The statistics options as SprtSettings; the rest for build_spec. `wave`: --sessions."""
+    from repro.errors import UsageError
+
     stats = {k: options.pop(k) for k in STATISTICS}
+    if stats["sessions_cap"] < wave:  # a trial runs whole waves: the cap would mean one anyway
+        raise UsageError(
+            f"--sessions-cap {stats['sessions_cap']} is below one wave (--sessions {wave}); "
+            f"give at least {wave}."
+        )
     return _sprt(**stats), options
 
 
@@ -123,7 +130,7 @@ def flags(
     from repro.knobs import parse_assignments
 
     with o.exit_on_error(), resume_on_interrupt():
-        sprt, run_options = _split(options)
+        sprt, run_options = _split(options, sessions)
         campaign = FlagCampaign.build(
             run=o.build_spec(**run_options, sessions=sessions),
             bad=parse_assignments([bad]),
@@ -159,7 +166,7 @@ def matrix(
     from repro.bisect.render import render_matrix
 
     with o.exit_on_error(), resume_on_interrupt():
-        sprt, run_options = _split(options)
+        sprt, run_options = _split(options, sessions)
         campaign = MatrixCampaign.build(
             run=o.build_spec(**run_options, sessions=sessions),
             factors=_factors(factor),

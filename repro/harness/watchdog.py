@@ -88,7 +88,7 @@ class Watchdog:
             idle_s = now - self.latest_event_s()
             if self.open_requests and idle_s > self.stall_after_s:
                 self.wedge = (
-                    f"the engine stopped making progress: no token for {idle_s:.0f} s "
+                    f"the engine stopped making progress: no token for {idle_s:.3g} s "
                     f"with {self.open_requests} requests open"
                 )
                 return

@@ -72,6 +72,16 @@ def test_bad_statistics_are_one_sentence_and_exit_2(tmp_path, fake):
     assert fake == []  # nothing ran
 
 
+@pytest.mark.parametrize("command", ["flags", "matrix"])
+def test_a_cap_below_one_wave_is_refused(tmp_path, fake, command):
+    args = (
+        ("--bad", BAD, "--good", GOOD) if command == "flags" else ("--factor", "index_k=fp8,bf16")
+    )
+    result = invoke(command, *args, "--sessions", "40", "--sessions-cap", "20")
+    assert result.exit_code == 2 and fake == []
+    assert "--sessions-cap 20 is below one wave (--sessions 40); give at least 40." in result.stderr
+
+
 def test_url_is_refused_with_a_reason(tmp_path, fake):
     result = invoke("flags", "--bad", BAD, "--good", GOOD, "--url", "http://127.0.0.1:9")
     assert result.exit_code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import anyio
@@ -74,7 +75,8 @@ async def test_no_event_anywhere_for_stall_after_is_a_wedge() -> None:
     progress = StreamProgress(scheduled_at_s=0.0)
     with anyio.fail_after(5), watchdog.watching(progress, 30, 30):
         await watchdog.run()  # returns when it calls the wedge
-    assert watchdog.wedge is not None and "no token for 0 s with 1 requests open" in watchdog.wedge
+    assert watchdog.wedge is not None  # said as measured, not rounded to "0 s"
+    assert re.search(r"no token for 0\.[3-9]\d* s with 1 requests open", watchdog.wedge)
     assert progress.outcome is TurnOutcome.OK  # the run decides what its open turns become
 
 
