@@ -222,8 +222,6 @@ def build_spec(
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set '{item}' is not KEY=VALUE.")
-        if chosen.get(key.strip(), value) != value:
-            raise UsageError(f"--set {key.strip()} is given twice with two values; give it once.")
         chosen[key.strip()] = value
     if model_path is not None:
         chosen["model_path"] = model_path

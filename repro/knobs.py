@@ -36,19 +36,22 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:
-    """Parse `name=value` items, each possibly a comma-separated list; a name given twice
-    with two values is refused (which one was meant cannot be told)."""
+    """Parse `name=value` items, each possibly a comma-separated list. A later item wins (a
+    script may append an override); within one list a name with two values is refused,
+    since which one was meant cannot be told."""
     knobs: dict[str, str] = {}
     for item in items:
+        this: dict[str, str] = {}
         for part in item.split(","):
             if part.strip():
                 name, value = parse_assignment(part)
-                if knobs.get(name, value) != value:
+                if this.get(name, value) != value:
                     raise UsageError(
-                        f"{name} is given twice ({name}={knobs[name]}, {name}={value}); "
-                        "give it once."
+                        f"{name} is given twice in '{item}' ({name}={this[name]}, "
+                        f"{name}={value}); give it once."
                     )
-                knobs[name] = value
+                this[name] = value
+        knobs |= this
     return knobs
 
 
