@@ -217,7 +217,7 @@ def test_a_full_disk_stops_the_run_with_one_sentence_and_keeps_what_was_written(
     with small_disk(tmp_path / "disk", "4m") as disk:
         out = disk / "run"
         with running("run", "--url", engine, "--sessions", "8", "--context-max", "60000",
-                     "--set", "time_scale=0.2", "--out", str(out)) as process:  # fmt: skip
+                     "--out", str(out)) as process:  # fmt: skip
             first_part = out / "turns.parquet" / "part-000000.parquet"
             wait_for(first_part.exists, "the first part of turns.parquet")
             kept = read_turn_table(out / "turns.parquet", ["turn"]).num_rows
