@@ -81,12 +81,8 @@ def read_replayed(run_dir: Path) -> dict[tuple[int, int], ReplayedTurn]:
                 continue
             try:
                 turn = ReplayedTurn.from_json(orjson.loads(line))
-            except (
-                ValueError,
-                KeyError,
-                TypeError,
-                AttributeError,
-            ):  # AttributeError: not an object
+            # AttributeError: valid JSON that is not an object ([1, 2], null)
+            except (ValueError, KeyError, TypeError, AttributeError):
                 raise UsageError(f"{path} line {number} is not a line repro wrote.") from None
             turns[(turn.session_id, turn.turn)] = turn
     return turns

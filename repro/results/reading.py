@@ -163,31 +163,23 @@ def read_turn_table(turns: Path, columns: Sequence[str] | None = None) -> pa.Tab
             raise UsageError(f"{part} is not a regular file; it cannot be a turns table.")
     if not parts:
         return TURN_SCHEMA.empty_table().select(wanted)  # a live run before its first flush
-    damaged = (pa.ArrowException, OSError, ValueError, TypeError, KeyError)
-    tables = []
-    for part in parts:
-        try:
+    part = turns
+    try:
+        tables = []
+        for part in parts:
             tables.append(_read_part(part, wanted, turns))
-        except damaged as exc:
-            if part == turns:
-                raise UsageError(
-                    f"{turns} is not a turns table written by repro run, or it is damaged "
-                    f"({_reason(exc)})."
-                ) from None
+        part = turns  # the parts are read: what fails from here is the table as a whole
+        return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        if part != turns:  # one part of a folder: name it, and how to read the others
             raise UsageError(
-                f"{part} is not a part repro wrote, or it is damaged ({_reason(exc)}); rename it "
+                f"{part} is not a part repro wrote, or it is damaged ({reason}); rename it "
                 f"to start with '_' to read the other parts of {turns.name}."
             ) from None
-    try:
-        return _as_turns(pa.concat_tables(tables, promote_options="default"), turns)
-    except damaged as exc:
         raise UsageError(
-            f"{turns} is not a turns table written by repro run, or it is damaged ({_reason(exc)})."
+            f"{turns} is not a turns table written by repro run, or it is damaged ({reason})."
         ) from None
-
-
-def _reason(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 # Columns added after runs were first written, with the value an older run's turns had.
