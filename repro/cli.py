@@ -13,6 +13,7 @@ import typer
 
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
+from repro.cli_parsing import OneLineParseErrors
 from repro.errors import UsageError
 from repro.spec import RUNS_DIR
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from repro.spec import RunSpec
 
 app = typer.Typer(
+    cls=OneLineParseErrors,
     help="Reproduce and bisect tool-call corruption in LLM serving under concurrency.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from repro.cli_parsing import finite
 from repro.errors import ReproError, UsageError
 from repro.harness import RUN_DEFAULT_FIELDS
 from repro.knobs import STORY_DEFAULTS, parse_assignments
@@ -74,12 +75,12 @@ MaxTurns = Annotated[int | None, _opt("--max-turns", "max_turns", min=1)]
 MaxTokens = Annotated[
     int | None, _opt("--max-tokens", "max_output_tokens", min=16, max=MAX_OUTPUT_TOKENS_LIMIT)
 ]
-RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", min=0)]
+RampUp = Annotated[float, _opt("--ramp-up", "ramp_up_s", **finite(min=0))]
 Workers = Annotated[int | None, _opt("--workers", "workers", min=1, max=64, show_default=False)]
-TurnTimeout = Annotated[float | None, _opt("--turn-timeout", "turn_timeout_s", min=0.001)]
-StallAfter = Annotated[float | None, _opt("--stall-after", "stall_after_s", min=0.001)]
+TurnTimeout = Annotated[float | None, _opt("--turn-timeout", "turn_timeout_s", **finite(min=0.001))]
+StallAfter = Annotated[float | None, _opt("--stall-after", "stall_after_s", **finite(min=0.001))]
 Thinking = Annotated[bool | None, _opt("--thinking/--no-thinking", "thinking")]
-AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", min=0, max=1)]
+AbortRate = Annotated[float, _opt("--abort-rate", "abort_rate", **finite(min=0, max=1))]
 Out = Annotated[
     Path | None,
     typer.Option(
@@ -121,7 +122,7 @@ ServerArgs = Annotated[
 Port = Annotated[int | None, _opt("--port", "port", ENGINE, show_default=False)]
 HealthTimeout = Annotated[
     float | None,
-    _opt("--health-timeout", "health_timeout_s", ENGINE, min=0.001, show_default=False),
+    _opt("--health-timeout", "health_timeout_s", ENGINE, show_default=False, **finite(min=0.001)),
 ]
 Model = Annotated[str | None, _opt("--model", "model", ENGINE, show_default=False)]
 
@@ -155,7 +156,7 @@ ReferenceEngines = Annotated[
 ]
 TopLogprobs = Annotated[int | None, _opt("--top-logprobs", "top_logprobs", ORACLE, min=0, max=20)]
 NumericalMargin = Annotated[
-    float | None, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, min=0.0001)
+    float | None, _opt("--numerical-margin", "numerical_margin_nats", ORACLE, **finite(min=0.0001))
 ]
 
 Topology = Annotated[str | None, _knob("--topology", "topology", "single | pd")]
@@ -337,24 +338,25 @@ console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
 
 
+def print_error(sentence: str, label: str = "error") -> None:
+    """`label: sentence` on stderr, on one line however wide the terminal."""
+    # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
+    errors.print(f"[red]{label}:[/] {escape(sentence)}", markup=True, soft_wrap=True)
+
+
 @contextlib.contextmanager
 def exit_on_error() -> Iterator[None]:
     """A ReproError becomes its one sentence on stderr and its exit code; anything else is a bug."""
     try:
         yield
     except ReproError as exc:
-        # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup.
-        errors.print(f"[red]{exc.label}:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
+        print_error(str(exc), exc.label)
         raise typer.Exit(exc.exit_code) from None
     except OSError as exc:
         if exc.filename is None:  # not about a path the user gave: a bug, with its traceback
             raise
         # A path the user gave cannot be read or written (a missing folder, no permission).
-        errors.print(
-            f"[red]error:[/] {escape(f'Cannot use {exc.filename}: {exc.strerror}.')}",
-            markup=True,
-            soft_wrap=True,
-        )
+        print_error(f"Cannot use {exc.filename}: {exc.strerror}.")
         raise typer.Exit(UsageError.exit_code) from None
 
 

@@ -161,15 +161,13 @@ def invoke(argv: list[str]) -> Answer:
 
 
 def is_one_sentence(stderr: str) -> bool:
-    """`error: <one line>`, or typer's usage panel for an option it refused while parsing."""
+    """`error: <one line>`, click's refusals while parsing included."""
     # Split at line feeds only: a user's text may hold U+0085 or U+2028, which a terminal
     # does not break at but str.splitlines() does.
     lines = [line for line in stderr.split("\n") if line.strip()]
     if "Traceback" in stderr or not lines:
         return False
-    if lines[0].startswith("error: "):
-        return len(lines) == 1
-    return lines[0].startswith("Usage:") and "Error" in stderr
+    return lines[0].startswith("error: ") and len(lines) == 1
 
 
 def check_answer(invocation: Invocation) -> Answer:

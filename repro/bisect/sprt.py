@@ -25,7 +25,7 @@ class Decision(enum.StrEnum):
 class SprtSettings(BaseModel):
     """The test's hypotheses, error rates and cap; every default is written here, once."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     p0: float = Field(0.005, gt=0, lt=1, description="session corruption rate that counts as clean")
     p1: float = Field(

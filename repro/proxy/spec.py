@@ -8,7 +8,7 @@ from repro.proxy.injector import RuleKind, Target
 
 
 class ProxySpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     upstream: str = Field(description="the engine's base URL, e.g. http://127.0.0.1:8000")
     host: str = Field("127.0.0.1", description="address to listen on")

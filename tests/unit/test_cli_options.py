@@ -9,18 +9,53 @@ from repro.cli import app
 
 
 @pytest.mark.parametrize(
-    ("option", "value", "field"),
+    ("option", "value", "why"),
     [
-        ("--sessions", "200000", "sessions"),
-        ("--context-max", "2000000", "context-max-tokens"),
-        ("--health-timeout", "0", "health-timeout-s"),
+        ("--sessions", "200000", "Input should be less than or equal to 100000"),
+        ("--context-max", "2000000", "Input should be less than or equal to 1000000"),
+        ("--health-timeout", "0", "0 is not in the range 0.001<=x"),
+        ("--abort-rate", "1.5", "1.5 is not in the range 0<=x<=1"),
+        # NaN fails every comparison: it must be named as what it is, not as a bound missed
+        ("--abort-rate", "nan", "nan is not a finite number"),
+        ("--ramp-up", "NaN", "NaN is not a finite number"),
+        ("--turn-timeout", "inf", "inf is not a finite number"),
+        ("--stall-after", "ten", "'ten' is not a number"),
     ],
 )
-def test_an_out_of_range_option_is_named_as_typed(option: str, value: str, field: str) -> None:
+def test_an_out_of_range_option_is_one_line_naming_it_as_typed(
+    option: str, value: str, why: str
+) -> None:
     result = CliRunner().invoke(app, ["run", "--dry-run", option, value])
     assert result.exit_code == 2
-    assert f"Invalid value for '{option}'" in result.output
-    assert f"Invalid {field}:" not in result.output  # RunSpec's field name is no option
+    assert result.stderr == (f"error: Invalid value for '{option}': {why}. See 'root run -h'.\n"), (
+        result.stderr
+    )
+
+
+def test_click_s_other_refusals_are_one_line_too() -> None:
+    unknown = CliRunner().invoke(app, ["run", "--junit", "j.xml"])
+    assert (unknown.exit_code, unknown.stderr.count("\n")) == (2, 1)
+    assert unknown.stderr.startswith("error: No such option: --junit")
+    missing = CliRunner().invoke(app, ["report"])
+    assert (missing.exit_code, missing.stderr) == (
+        2,
+        "error: Missing argument 'run_dir'. See 'root report -h'.\n",
+    )
+    nothing = CliRunner().invoke(app, [])  # no command: the help, and exit 2 as click has it
+    assert nothing.exit_code == 2 and "Commands" in nothing.stdout and nothing.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bisect", "flags", "--bad", "topology=pd", "--good", "topology=single", "--p0", "nan"],
+        ["proxy", "--upstream", "http://127.0.0.1:9", "--port", "9", "--rate", "nan"],
+    ],
+)
+def test_nan_is_refused_as_not_finite_where_a_model_checks_the_range(argv: list[str]) -> None:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: Invalid {argv[-2]}: Input should be a finite number.\n"
 
 
 def test_gate_help_names_every_reason_for_exit_2() -> None:
