@@ -13,7 +13,7 @@ import typer
 
 from repro import cli_options as o
 from repro.cli_options import console, errors, exit_on_error
-from repro.cli_parsing import OneLineParseErrors
+from repro.cli_parsing import OneLineParseErrors, given_path
 from repro.errors import UsageError
 from repro.spec import RUNS_DIR
 
@@ -60,13 +60,16 @@ MaxCorruption = Annotated[
         "--max-corruption", help="corrupted turns allowed: a count (0, 3) or a percent (0.5%)"
     ),
 ]
-Junit = Annotated[Path | None, typer.Option("--junit", help="also write JUnit XML here")]
+Junit = Annotated[
+    Path | None, typer.Option("--junit", help="also write JUnit XML here", parser=given_path)
+]
 Html = Annotated[
     Path | None,
     typer.Option(
         "--html",
         help="also write a self-contained HTML page here: the summary, and plots of corruption "
         "vs context length and vs concurrency, latency percentiles, and a timeline of errors",
+        parser=given_path,
     ),
 ]
 
@@ -197,10 +200,20 @@ def preflight(options: dict[str, Any]) -> None:
 @app.command()
 def check(
     files: Annotated[
-        list[Path], typer.Argument(help="raw completions: the text after the assistant tag")
+        list[Path],
+        typer.Argument(
+            help="raw completions: the text after the assistant tag",
+            metavar="FILE",
+            parser=given_path,
+        ),
     ],
     tools: Annotated[
-        Path, typer.Option("--tools", help="the OpenAI `tools` list (JSON) the request carried")
+        Path,
+        typer.Option(
+            "--tools",
+            help="the OpenAI `tools` list (JSON) the request carried",
+            parser=given_path,
+        ),
     ],
     format: Annotated[str, typer.Option("--format", help="dsml-v32 | openai-parsed")] = "dsml-v32",
     as_json: Annotated[
@@ -217,7 +230,12 @@ def check(
 @app.command()
 def report(
     run_dir: Annotated[
-        Path, typer.Argument(help="a run folder (works on an interrupted or crashed run too)")
+        Path,
+        typer.Argument(
+            help="a run folder (works on an interrupted or crashed run too)",
+            metavar="RUN",
+            parser=given_path,
+        ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     html: Html = None,
@@ -246,8 +264,8 @@ def report(
 
 @app.command()
 def compare(
-    a: Annotated[Path, typer.Argument(help="run folder A")],
-    b: Annotated[Path, typer.Argument(help="run folder B")],
+    a: Annotated[Path, typer.Argument(help="run folder A", metavar="A", parser=given_path)],
+    b: Annotated[Path, typer.Argument(help="run folder B", metavar="B", parser=given_path)],
     as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
     """Test two runs against each other: corruption rates, intervals, Fisher's exact test."""
@@ -333,7 +351,12 @@ SweepContexts = Annotated[
     str, typer.Option("--context-max", help="prompt ceilings to cross with them, e.g. 16000,80000")
 ]
 SweepOut = Annotated[
-    Path, typer.Option("--out", help="output folder; points and the table go to <out>/sweep/")
+    Path,
+    typer.Option(
+        "--out",
+        help="output folder; points and the table go to <out>/sweep/",
+        parser=given_path,
+    ),
 ]
 
 

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.cli_parsing import finite
+from repro.cli_parsing import finite, given_path
 from repro.errors import ReproError, UsageError
 from repro.harness import RUN_DEFAULT_FIELDS
 from repro.knobs import STORY_DEFAULTS, parse_assignments
@@ -87,12 +87,15 @@ Out = Annotated[
         "--out",
         help="run folder (default: a new folder in runs/, named by its time and configuration)",
         rich_help_panel=RUN,
+        parser=given_path,
     ),
 ]
 
 Url = Annotated[str | None, _opt("--url", "url", ENGINE, show_default=False)]
 Backend = Annotated[str, _opt("--backend", "backend", ENGINE)]
-ProfileOpt = Annotated[Path | None, _opt("--profile", "profile", ENGINE, show_default=False)]
+ProfileOpt = Annotated[
+    Path | None, _opt("--profile", "profile", ENGINE, show_default=False, parser=given_path)
+]
 ModelPath = Annotated[
     str | None,
     typer.Option(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -62,3 +63,12 @@ def finite(min: float | None = None, max: float | None = None) -> dict[str, Any]
         return number
 
     return {"parser": parse, "min": min, "max": max}
+
+
+def given_path(text: str | Path) -> Path:
+    """A path option's parser: an empty one would mean the current folder, which nobody means."""
+    if isinstance(text, Path):  # a default, not typed
+        return text
+    if not text.strip():
+        raise typer.BadParameter("an empty path names no file or folder.")
+    return Path(text)

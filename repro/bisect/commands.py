@@ -26,6 +26,7 @@ from repro.bisect.campaign import (
 )
 from repro.bisect.sprt import SprtSettings
 from repro.cli_options import console, errors
+from repro.cli_parsing import given_path
 from repro.errors import EXIT_INTERRUPTED
 
 app = typer.Typer(
@@ -54,7 +55,9 @@ WaveSessions = Annotated[
 ]
 Out = Annotated[
     Path,
-    typer.Option("--out", help="output folder; trials are cached in <out>/bisect/"),
+    typer.Option(
+        "--out", help="output folder; trials are cached in <out>/bisect/", parser=given_path
+    ),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")]
 Parallel = Annotated[

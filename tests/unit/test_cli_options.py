@@ -39,7 +39,7 @@ def test_click_s_other_refusals_are_one_line_too() -> None:
     missing = CliRunner().invoke(app, ["report"])
     assert (missing.exit_code, missing.stderr) == (
         2,
-        "error: Missing argument 'run_dir'. See 'root report -h'.\n",
+        "error: Missing argument 'RUN'. See 'root report -h'.\n",
     )
     nothing = CliRunner().invoke(app, [])  # no command: the help, and exit 2 as click has it
     assert nothing.exit_code == 2 and "Commands" in nothing.stdout and nothing.stderr == ""
@@ -56,6 +56,29 @@ def test_nan_is_refused_as_not_finite_where_a_model_checks_the_range(argv: list[
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     assert result.stderr == f"error: Invalid {argv[-2]}: Input should be a finite number.\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["run", "--dry-run", "--profile", ""], "'--profile'"),
+        (["run", "--dry-run", "--out", " "], "'--out'"),
+        (["gate", "--junit", ""], "'--junit'"),
+        (["report", ""], "'RUN'"),
+        (["report", "r", "--html", ""], "'--html'"),
+        (["compare", "a", ""], "'B'"),
+        (["check", ""], "'FILE'"),
+        (["sweep", "--out", ""], "'--out'"),
+        (["bisect", "flags", "--bad", "topology=pd", "--good", "topology=single", "--out", ""],
+         "'--out'"),
+    ],
+)  # fmt: skip
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    argv: list[str], name: str
+) -> None:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    assert f"Invalid value for {name}: an empty path names no file or folder." in result.stderr
 
 
 def test_gate_help_names_every_reason_for_exit_2() -> None:
