@@ -233,7 +233,7 @@ def report(
         Path,
         typer.Argument(
             help="a run folder (works on an interrupted or crashed run too)",
-            metavar="RUN",
+            metavar="RUN_DIR",
             parser=given_path,
         ),
     ],

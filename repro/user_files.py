@@ -49,9 +49,13 @@ def read_user_file(path: Path, what: str, max_bytes: int = MAX_BYTES) -> bytes:
 
 
 def read_user_text(path: Path, what: str, max_bytes: int = MAX_BYTES) -> str:
-    """As read_user_file, decoded as UTF-8 (anything else is one sentence)."""
+    """As read_user_file, decoded as UTF-8 (anything else is one sentence).
+
+    A leading byte-order mark, which some editors write, is dropped: TOML and JSON refuse it
+    with an error about line 1, column 1 that does not say why.
+    """
     data = read_user_file(path, what, max_bytes)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{what} is not UTF-8 text (byte {exc.start} is not).") from None

@@ -39,7 +39,7 @@ def test_click_s_other_refusals_are_one_line_too() -> None:
     missing = CliRunner().invoke(app, ["report"])
     assert (missing.exit_code, missing.stderr) == (
         2,
-        "error: Missing argument 'RUN'. See 'root report -h'.\n",
+        "error: Missing argument 'RUN_DIR'. See 'root report -h'.\n",
     )
     nothing = CliRunner().invoke(app, [])  # no command: the help, and exit 2 as click has it
     assert nothing.exit_code == 2 and "Commands" in nothing.stdout and nothing.stderr == ""
@@ -64,7 +64,7 @@ def test_nan_is_refused_as_not_finite_where_a_model_checks_the_range(argv: list[
         (["run", "--dry-run", "--profile", ""], "'--profile'"),
         (["run", "--dry-run", "--out", " "], "'--out'"),
         (["gate", "--junit", ""], "'--junit'"),
-        (["report", ""], "'RUN'"),
+        (["report", ""], "'RUN_DIR'"),
         (["report", "r", "--html", ""], "'--html'"),
         (["compare", "a", ""], "'B'"),
         (["check", ""], "'FILE'"),

@@ -124,6 +124,12 @@ def test_invalid_profiles_say_where(tmp_path: Path, text: str, message: str) -> 
         load_profile(write(tmp_path, text))
 
 
+def test_a_profile_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "profile.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
+    assert load_profile(path).engine.name == "toy"
+
+
 def test_missing_profile_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"Profile .*nope.toml does not exist\."):
         load_profile(tmp_path / "nope.toml")
