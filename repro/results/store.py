@@ -65,15 +65,18 @@ T = TypeVar("T")
 def check_output_file(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
     """Refuse a file path given to `option` (--junit, --html) that could not be written, or
     whose writing would destroy a run's own file, in one sentence, before any work is spent
-    on what would go in it. `suffixes`: what a file this option wrote earlier ends with."""
+    on what would go in it. `suffixes`: what a file this option wrote earlier ends with.
+    A missing folder is created, as pytest's --junitxml does (CI writes to reports/...)."""
     _refuse_a_runs_own_file(option, path, suffixes)
     folder = path.parent
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give the path of the file to write.")
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{option} {path}: {folder} is a file, not a folder.")
-    if not folder.is_dir():
-        raise UsageError(f"{option} {path}: the folder {folder} does not exist.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot create {folder}: {exc.strerror}.") from None
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {path}: the folder {folder} is not writable.")
 

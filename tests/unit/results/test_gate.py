@@ -128,12 +128,14 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_the_run(tmp_path:
     check_output_file("--junit", tmp_path / "junit.xml")  # a writable folder: no complaint
     with pytest.raises(UsageError, match="is a folder"):
         check_output_file("--junit", tmp_path)
-    with pytest.raises(UsageError, match="does not exist"):
-        check_output_file("--junit", tmp_path / "missing" / "junit.xml")
+    check_output_file("--junit", tmp_path / "reports" / "ci" / "junit.xml")
+    assert (tmp_path / "reports" / "ci").is_dir()  # created, as pytest's --junitxml does
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     with pytest.raises(UsageError, match="a-file is a file, not a folder"):
         check_output_file("--junit", blocker / "junit.xml")
+    with pytest.raises(UsageError, match=r"cannot create .*a-file/deeper: Not a directory"):
+        check_output_file("--junit", blocker / "deeper" / "junit.xml")
 
 
 def test_a_junit_path_onto_a_runs_own_file_is_refused(tmp_path: Path) -> None:

@@ -68,8 +68,10 @@ def denied(self: Path, *args: object, **kwargs: object) -> None:
 
 def test_an_unwritable_destination_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
     folder = folder_of([])
-    with pytest.raises(UsageError, match=r"folder .*missing does not exist"):
-        write_html_report(folder, tmp_path / "missing" / "out.html")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match=r"a-file is a file, not a folder"):
+        write_html_report(folder, blocker / "out.html")
     with pytest.raises(UsageError, match="is a folder; give the path"):
         write_html_report(folder, tmp_path)
     with monkeypatch.context() as m:  # a read-only folder, even for root (who may write anywhere)
@@ -86,11 +88,15 @@ def test_the_command_writes_the_page_and_says_one_sentence_when_it_cannot(tmp_pa
     done = CliRunner().invoke(app, ["report", str(run), "--json", "--html", str(page)])
     assert done.exit_code == 0 and json.loads(done.stdout)["sessions"] == 0
     assert page.read_text(encoding="utf-8").count("<svg") == PLOTS
-    missing = CliRunner().invoke(
-        app, ["report", str(run), "--html", str(tmp_path / "no" / "p.html")]
+    (tmp_path / "a-file").write_text("")
+    blocked = CliRunner().invoke(
+        app, ["report", str(run), "--html", str(tmp_path / "a-file" / "p.html")]
     )
-    assert missing.exit_code == 2 and missing.stdout == ""
-    assert "does not exist." in missing.stderr and missing.stderr.count("\n") == 1
+    assert blocked.exit_code == 2 and blocked.stdout == ""
+    assert "is a file, not a folder." in blocked.stderr and blocked.stderr.count("\n") == 1
+    nested = tmp_path / "pages" / "today" / "p.html"  # a missing folder is made
+    assert CliRunner().invoke(app, ["report", str(run), "--html", str(nested)]).exit_code == 0
+    assert nested.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 OVER_A_RUNS_FILE = "would write over a run's own file; name a new file"
