@@ -297,7 +297,7 @@ app.add_typer(profile_app, name="profile")
 @profile_app.command("show")
 def profile_show(
     profile: o.ProfileOpt = None,
-    backend: o.Backend = o.default("backend"),
+    backend: o.Backend = None,
     as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
 ) -> None:
     """A profile's roles (argv template, health URL), knobs (values, defaults, what each value

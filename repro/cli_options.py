@@ -92,7 +92,7 @@ Out = Annotated[
 ]
 
 Url = Annotated[str | None, _opt("--url", "url", ENGINE, show_default=False)]
-Backend = Annotated[str, _opt("--backend", "backend", ENGINE)]
+Backend = Annotated[str | None, _opt("--backend", "backend", ENGINE, show_default="sim")]
 ProfileOpt = Annotated[
     Path | None, _opt("--profile", "profile", ENGINE, show_default=False, parser=given_path)
 ]
@@ -208,6 +208,10 @@ def build_spec(
     **fields: Any,
 ) -> RunSpec:
     """Options to RunSpec: knob options and --knob merge (a knob given two values is refused)."""
+    if fields.get("backend") is not None and fields.get("profile") is not None:
+        raise UsageError(
+            "--backend picks a bundled profile and --profile names one; give one of them."
+        )
     knobs = parse_assignments(knob or [])
     named = {"topology": topology, "hicache": hicache, "index_k": index_k, "topk_v2": topk_v2}
     named |= {"custom_kernels": custom_kernels, "cuda_graph": cuda_graph, "router": router}
@@ -282,7 +286,7 @@ KNOB_OPTIONS = {
 }
 ENGINE_OPTIONS = {
     "url": (Url, None),
-    "backend": (Backend, default("backend")),
+    "backend": (Backend, None),
     "profile": (ProfileOpt, None),
     "model_path": (ModelPath, None),
     "settings": (Settings, None),

@@ -81,6 +81,20 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(
     assert f"Invalid value for {name}: an empty path names no file or folder." in result.stderr
 
 
+@pytest.mark.parametrize("command", [["run", "--dry-run"], ["profile", "show"]])
+def test_backend_and_profile_together_are_refused_not_one_ignored(
+    command: list[str], repo_root
+) -> None:
+    sim = str(repo_root / "repro" / "profiles" / "sim.toml")
+    both = CliRunner().invoke(app, [*command, "--backend", "vllm", "--profile", sim])
+    assert both.exit_code == 2
+    assert both.stderr == (
+        "error: --backend picks a bundled profile and --profile names one; give one of them.\n"
+    )
+    alone = CliRunner().invoke(app, [*command, "--profile", sim])
+    assert alone.exit_code == 0 and "vllm" not in alone.stdout.split("\n")[0]
+
+
 def test_gate_help_names_every_reason_for_exit_2() -> None:
     result = CliRunner().invoke(app, ["gate", "--help"], terminal_width=200)
     text = " ".join(result.output.split())
