@@ -234,12 +234,26 @@ class RunSpec(BaseModel):
             )
         if self.reference_urls and self.reference_engines:
             raise ValueError("give either --reference-url or --reference-engines, not both")
+        if self.oracle == "validity" and (replay := self._replay_options_given()):
+            raise ValueError(
+                f"{replay[0]} shapes the divergence oracle's replay, and this run judges "
+                "validity only; add --oracle divergence (or both), or drop it"
+            )
         if self.oracle in ("divergence", "both") and (self.workers or 1) > 1:
             raise ValueError(
                 f"--oracle {self.oracle} records each loaded turn for its replay in one process; "
                 "drop --workers (or give --workers 1)"
             )
         return self
+
+    def _replay_options_given(self) -> list[str]:
+        # By value, not by fields set: a spec rebuilt from a dump has every field set.
+        given = {
+            "--reference-url": bool(self.reference_urls),
+            "--reference-engines": self.reference_engines > 0,
+            "--replay-sample": self.replay_sample != "auto",
+        }
+        return [option for option, set_ in given.items() if set_]
 
     def with_oracle_default(self, default: Oracle) -> RunSpec:
         """The spec with --oracle and --history settled (the profile gives the oracle's default)."""

@@ -32,6 +32,25 @@ def test_usage_error_names_a_field_by_its_option_and_a_rule_by_itself() -> None:
 
 
 @pytest.mark.parametrize(
+    ("fields", "option"),
+    [
+        ({"reference_urls": ("http://127.0.0.1:1",)}, "--reference-url"),
+        ({"reference_engines": 2}, "--reference-engines"),
+        ({"replay_sample": "3"}, "--replay-sample"),
+    ],
+)
+def test_replay_options_are_refused_where_nothing_is_replayed(fields: dict, option: str) -> None:
+    """Under validity they would be dropped (and a reference URL was even contacted)."""
+    refused = f"{option} shapes the divergence oracle's replay, and this run judges validity"
+    with pytest.raises(UsageError, match=refused):
+        RunSpec.build(oracle="validity", **fields)
+    with pytest.raises(UsageError, match=refused):  # validity as the profile's default
+        RunSpec.build(**fields).with_oracle_default("validity")
+    assert RunSpec.build(**fields).with_oracle_default("divergence").judges_divergence
+    assert RunSpec.build(oracle="both", **fields).judges_divergence
+
+
+@pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"url": "http://[::1"}, "Invalid --url: its IPv6 address misses the closing ']'."),
