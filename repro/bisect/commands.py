@@ -72,6 +72,7 @@ Parallel = Annotated[
     ),
 ]
 _SPRT = SprtSettings.model_fields
+MAX_CELLS = 64  # 6 two-valued factors in full: about two hours of 80-session waves on the sim
 _OUT_DEFAULT: Path = FlagCampaign.model_fields["out_dir"].default
 
 
@@ -164,15 +165,27 @@ def matrix(
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
     parallel: Parallel = 1,
+    max_cells: Annotated[
+        int,
+        typer.Option(
+            "--max-cells",
+            min=1,
+            help="refuse a design with more cells than this (each is at least one wave): a "
+            "guard against a factor too many, not a limit of the method",
+        ),
+    ] = MAX_CELLS,
 ) -> None:
     """Measure every cell of a factorial (or a resolution-IV fraction): a table of rates."""
+    from repro.bisect.matrix import check_design_size
     from repro.bisect.render import render_matrix
 
     with o.exit_on_error(), resume_on_interrupt():
         sprt, run_options = _split(options, sessions)
+        factors = _factors(factor)
+        check_design_size(factors, fraction, max_cells, sessions)
         campaign = MatrixCampaign.build(
             run=o.build_spec(**run_options, sessions=sessions),
-            factors=_factors(factor),
+            factors=factors,
             fraction=fraction,
             sprt=sprt,
             out_dir=out,

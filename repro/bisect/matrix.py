@@ -68,6 +68,21 @@ def design_cells(factors: Mapping[str, Sequence[str]], fraction: bool) -> list[d
     return resolution_iv(factors) if fraction else full_factorial(factors)
 
 
+def check_design_size(
+    factors: Mapping[str, Sequence[str]], fraction: bool, max_cells: int, sessions: int
+) -> None:
+    """Refuse, before anything starts, a design larger than the user allowed."""
+    cells = len(design_cells(factors, fraction))
+    if cells <= max_cells:
+        return
+    fewer = len(resolution_iv(factors))
+    hint = f"; --fraction needs {fewer}" if fewer < cells else ""
+    raise UsageError(
+        f"The design has {cells} cells, each at least one wave of {sessions} sessions, and "
+        f"--max-cells is {max_cells}: raise it if that is meant{hint}."
+    )
+
+
 async def run_matrix(
     runner: TrialRunner,
     base: Mapping[str, str],

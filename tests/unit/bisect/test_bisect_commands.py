@@ -121,6 +121,22 @@ def test_malformed_factor_is_a_usage_error(tmp_path, fake):
     assert "is not K=V1,V2" in result.stderr
 
 
+def test_a_design_over_max_cells_is_refused_before_any_trial(tmp_path, fake):
+    knobs = ("hicache", "topk_v2", "custom_kernels", "cuda_graph")
+    factors = [a for k in knobs for a in ("--factor", f"{k}=off,on")]
+    refused = invoke("matrix", *factors, "--max-cells", "15", "--out", str(tmp_path))
+    assert refused.exit_code == 2 and fake == []  # no oracle made: nothing measured
+    assert refused.stderr == (
+        "error: The design has 16 cells, each at least one wave of 80 sessions, and "
+        "--max-cells is 15: raise it if that is meant; --fraction needs 8.\n"
+    )
+    fraction = invoke("matrix", *factors, "--fraction", "--max-cells", "7", "--out", str(tmp_path))
+    assert fraction.stderr.endswith("--max-cells is 7: raise it if that is meant.\n")
+    allowed = invoke("matrix", *factors, "--max-cells", "16", "--out", str(tmp_path), "--json")
+    assert allowed.exit_code == 0, allowed.output
+    assert len(json.loads(allowed.stdout)["cells"]) == 16
+
+
 def test_matrix_json_has_every_cell_and_the_totals(tmp_path, fake):
     result = invoke(
         "matrix", "--factor", "hicache=off,on", "--factor", "index_k=fp8,bf16",
