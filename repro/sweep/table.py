@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -79,19 +80,31 @@ def write_parquet(rows: list[SweepRow], path: Path) -> None:
 
 
 def render_table(rows: list[SweepRow], console: Console) -> None:
-    table = Table(title="corruption by load (95% Wilson intervals)", title_justify="left")
-    for column in ("sessions", "context", "sessions corrupted", "turns corrupted"):
-        table.add_column(column, justify="right", no_wrap=column.endswith("corrupted"))
-    for column in ("failed", "TTFT p90", "wall"):
-        table.add_column(column, justify="right")
+    """One row per point; a rate's interval goes under it so the table fits 80 columns."""
+    table = Table(
+        title="corruption by load (95% Wilson intervals)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1),
+        pad_edge=False,
+    )
+    headers = ("sessions", "context", "sessions\ncorrupted", "turns\ncorrupted", "failed")
+    for column in (*headers, "TTFT\np90", "wall"):  # only a rate wraps, and at its spaces
+        table.add_column(column, justify="right", no_wrap="corrupted" not in column)
     for r in rows:
         table.add_row(
             f"{r.sessions:,}",
             f"{r.context_max_tokens:,}",
-            str(r.session_rate),
-            str(r.turn_rate),
-            f"{r.failed_turns:,}" + (" wedged" if r.wedged else ""),
+            _two_lines(r.session_rate),
+            _two_lines(r.turn_rate),
+            f"{r.failed_turns:,}" + ("\nwedged" if r.wedged else ""),
             "n/a" if r.ttft_p90_s is None else f"{r.ttft_p90_s:.2f} s",
             f"{r.wall_s:.0f} s",
         )
     console.print(table)
+
+
+def _two_lines(rate: object) -> str:
+    """`k/n = x%` over its `[low, high]`."""
+    return str(rate).replace(" [", "\n[", 1)

@@ -54,3 +54,23 @@ def test_the_page_draws_a_curve_per_context_and_escapes_run_text(tmp_path: Path)
     assert "to 80,000 tokens" in page and "to 16,000 tokens" in page  # one legend entry each
     assert "runs/&lt;odd&gt;&amp;name" in page and "<odd>" not in page
     assert "12/80 = 15.0%" in page
+
+
+def test_the_table_cuts_no_figure_at_80_columns() -> None:
+    import dataclasses
+
+    from rich.console import Console
+
+    from repro.sweep.table import render_table
+
+    console = Console(width=80, record=True)
+    stalled = dataclasses.replace(
+        _row(1_000, 80_000, 251), wedged=True, failed_turns=120, ttft_p90_s=123.4, wall_s=12_345
+    )
+    render_table([*ROWS, stalled], console)
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    words = text.split()
+    for figure in ("80,000", "12/80", "15.0%", "[8.8%,", "24.4%]", "251/1000", "25.1%"):
+        assert figure in words, figure
+    assert {"wedged", "123.40", "12345"} <= set(words)
