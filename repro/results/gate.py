@@ -143,8 +143,10 @@ def gate_records(run_dir: Path, oracle: str = "validity") -> list[TurnRecord]:
 def write_junit(
     path: Path, summary: RunSummary, records: Sequence[TurnRecord], verdict: GateVerdict
 ) -> None:
-    """One testcase per session (a failure if a turn was corrupted, an error if one failed),
-    the gate's threshold, and the run's health (an error for each thing it cannot vouch for)."""
+    """One testcase per session (a failure if a turn was corrupted, else an error if one
+    failed), the gate's threshold, and the run's health (an error listing each thing it cannot
+    vouch for). Each testcase holds one failure or one error at most, so the suite's counts are
+    testcases, as JUnit readers take them: failures + errors never exceed tests."""
     sessions: dict[int, list[TurnRecord]] = {}
     for record in records:
         sessions.setdefault(record.session_id, []).append(record)
@@ -155,21 +157,24 @@ def write_junit(
         case = ET.SubElement(
             suite, "testcase", classname="repro.session", name=f"session {session_id}"
         )
-        bad = [t for t in turns if t.corrupted]
-        broken = [t for t in turns if t.outcome not in (TurnOutcome.OK, TurnOutcome.ABORTED)]
-        if bad:
-            ET.SubElement(case, "failure", message=f"turn {bad[0].turn}: {bad[0].first_defect}")
-        if broken:
-            t = broken[0]
-            ET.SubElement(case, "error", message=f"turn {t.turn}: {t.outcome}: {t.error}")
+        said = [f"turn {t.turn}: {t.first_defect}" for t in turns if t.corrupted]
+        said += [
+            f"turn {t.turn}: {t.outcome}: {t.error}"
+            for t in turns
+            if t.outcome not in (TurnOutcome.OK, TurnOutcome.ABORTED)
+        ]
+        if said:  # corruption first: it fails the session even when a turn also failed
+            kind = "failure" if any(t.corrupted for t in turns) else "error"
+            ET.SubElement(case, kind, message=said[0]).text = "\n".join(said)
     gate = ET.SubElement(suite, "testcase", classname="repro.gate", name="corruption threshold")
     if verdict.exit_code == EXIT_CORRUPTION:
         ET.SubElement(gate, "failure", message=verdict.message)
     elif verdict.exit_code != EXIT_OK:
         ET.SubElement(gate, "error", message=verdict.message)
     health = ET.SubElement(suite, "testcase", classname="repro.gate", name="run health")
-    for trouble in verdict.troubles:
-        ET.SubElement(health, "error", message=trouble)
+    if verdict.troubles:
+        message = "; ".join(verdict.troubles)
+        ET.SubElement(health, "error", message=message).text = "\n".join(verdict.troubles)
     _write_suite(path, suite)
 
 

@@ -91,8 +91,10 @@ def test_junit_has_a_case_per_session_the_gate_and_the_run_health(tmp_path: Path
         record(session_id=0),
         record(session_id=1, corrupted=True),
         record(session_id=2, outcome="timeout"),
+        record(session_id=3, turn=0, corrupted=True),
+        record(session_id=3, turn=1, outcome="http_error"),
     ]
-    summary = summarize(records, config={}, wall_s=1)
+    summary = summarize(records, config={}, wall_s=1, wedge="no token for 30 s")
     verdict = decide(summary, Threshold.parse("0"))
     store = RunStore(tmp_path / "run")
     for r in records:
@@ -103,13 +105,25 @@ def test_junit_has_a_case_per_session_the_gate_and_the_run_health(tmp_path: Path
     write_junit(tmp_path / "junit.xml", summary, gate_records(tmp_path / "run"), verdict)
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     names = [case.get("name") for case in suite.iter("testcase")]
-    assert names == ["session 0", "session 1", "session 2", "corruption threshold", "run health"]
-    # Both said: the corrupted session and the threshold fail; the failed turn is an error.
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "2", "2")
+    sessions = [f"session {i}" for i in range(4)]
+    assert names == [*sessions, "corruption threshold", "run health"]
+    # Counted by testcase: sessions 1 and 3 and the threshold fail; session 2 and the run's
+    # health are errors. Session 3's failed turn is said inside its failure.
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("6", "3", "2")
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert cases["corruption threshold"].find("failure").get("message").startswith("FAIL: 1 of 2")
-    assert cases["run health"].find("error").get("message") == "1 turn failed (timeout 1)"
+    assert all(len(list(case)) <= 1 for case in cases.values())
+    assert (
+        cases["corruption threshold"]
+        .find("failure")
+        .get("message")
+        .startswith("FAIL: 2 of 3 turns")
+    )
+    health = cases["run health"].find("error")
+    assert health.get("message") == "; ".join(verdict.troubles) and len(verdict.troubles) == 2
+    assert health.text.split("\n") == list(verdict.troubles)
     assert cases["session 2"].find("error").get("message").startswith("turn 0: timeout")
+    both = cases["session 3"].find("failure")
+    assert both.get("message").startswith("turn 0: ") and "turn 1: http_error" in both.text
 
 
 def test_junit_is_written_when_the_gate_stops_before_a_run(tmp_path: Path) -> None:
