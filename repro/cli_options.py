@@ -23,7 +23,7 @@ from repro.cli_parsing import finite, given_path
 from repro.errors import ReproError, UsageError
 from repro.harness import RUN_DEFAULT_FIELDS
 from repro.knobs import STORY_DEFAULTS, parse_assignments
-from repro.spec import MAX_OUTPUT_TOKENS_LIMIT, RunSpec
+from repro.spec import MAX_OUTPUT_TOKENS_LIMIT, RunSpec, option_for
 
 RUN = "Run"
 ENGINE = "Engine"
@@ -219,7 +219,7 @@ def build_spec(
         if value is None:
             continue
         if knobs.get(name, value) != value:
-            option = "--" + name.replace("_", "-")
+            option = option_for(name)
             raise UsageError(
                 f"{name} is given twice ({option} {value}, --knob {name}={knobs[name]}); "
                 "give it once."

@@ -332,6 +332,11 @@ def checked_base_url(url: str) -> str:
     return url
 
 
+def option_for(name: str) -> str:
+    """The command-line option a field or knob name is typed as: index_k -> --index-k."""
+    return "--" + name.replace("_", "-")
+
+
 def usage_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> UsageError:
     """Pydantic's first complaint about user input as one sentence: `Invalid <where>: <why>.`
 

@@ -51,10 +51,10 @@ class ProxySpec(BaseModel):
 
     @classmethod
     def build(cls, **fields: object) -> ProxySpec:
-        from repro.spec import usage_error
+        from repro.spec import option_for, usage_error
 
         try:
             return cls(**fields)
         except ValidationError as exc:
-            options = {name: "--" + name.replace("_", "-") for name in cls.model_fields}
+            options = {name: option_for(name) for name in cls.model_fields}
             raise usage_error(exc, options) from None
