@@ -58,12 +58,21 @@ class FakeOracle:
     defaults: Mapping[str, str] | None = None
     seed: int = 0
     wave_spread: float = 0.0  # coefficient of variation of a wave's rate around the config's
-    wave_seconds: float = 0.0  # how long a wave takes on the event loop (waves can overlap)
+    wave_ticks: int = 0  # event-loop turns a wave takes (waves can overlap)
     slow: tuple[Mapping[str, str], float] = ({}, 1.0)  # configs with these knobs take x longer
     crash_on_config: int | None = None  # raise Crash on the first wave of the Nth config
     waves: list[tuple[str, int, int]] = field(default_factory=list)  # config, first id, sessions
     closed: bool = False
     checked: list[dict[str, str]] = field(default_factory=list)  # configurations checked
+    clock: int = 0  # loop turns taken by all waves so far: the fakes' clock, for spans
+
+    async def tick(self, turns: int) -> None:
+        """Take `turns` turns of the event loop, each counted on `clock`. Waves that last loop
+        turns, not wall time, overlap the same way however loaded the machine is: nothing in
+        the search waits on a timer or a thread, so the loop runs them in the same order."""
+        for _ in range(turns):
+            self.clock += 1
+            await anyio.sleep(0)
 
     def identity(self) -> str:
         return "fake-engine 1.0"
@@ -96,10 +105,10 @@ class FakeOracle:
             (wave_dir / "spec.json").write_text("{}")
             raise Crash("killed")
         self.waves.append((config, first_session_id, spec.sessions))
-        if self.wave_seconds:
+        if self.wave_ticks:
             knobs, factor = self.slow
             slow = knobs and all(spec.knobs.get(k) == v for k, v in knobs.items())
-            await anyio.sleep(self.wave_seconds * (factor if slow else 1.0))
+            await self.tick(round(self.wave_ticks * (factor if slow else 1.0)))
         rate = self.rate(spec.knobs)
         if self.wave_spread:
             shape = self.wave_spread**-2

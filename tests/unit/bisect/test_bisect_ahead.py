@@ -23,7 +23,7 @@ class Deployment(SlowFake):
 
     def __init__(self, *args, fail_once: set[tuple[str, int]] = frozenset(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.wave_seconds, self.slow = 0.01, ({"hicache": "off"}, 4.0)
+        self.wave_ticks, self.slow = 20, ({"hicache": "off"}, 4.0)
         self.spans: list[tuple[str, int, float, float]] = []  # config, first id, start, end
         self.fail_once = set(fail_once)
         self.running: set[tuple[str, int]] = set()
@@ -35,7 +35,7 @@ class Deployment(SlowFake):
             self.twice_at_once.append(wave)
         self.running.add(wave)
         try:
-            started = anyio.current_time()
+            started = self.clock
             wave_dir.mkdir(parents=True)
             (wave_dir / "spec.json").write_text("{}")
             if wave in self.fail_once:
@@ -46,11 +46,11 @@ class Deployment(SlowFake):
             except anyio.get_cancelled_exc_class():
                 # Stopped mid-wave: the harness still scrapes metrics and writes the summary.
                 with anyio.CancelScope(shield=True):
-                    await anyio.sleep(0.005)
+                    await self.tick(10)
                     (wave_dir / "summary.json").write_text("{}")
                 raise
             (wave_dir / "summary.json").write_text("{}")
-            self.spans.append((*wave, started, anyio.current_time()))
+            self.spans.append((*wave, started, self.clock))
             return outcome
         finally:
             self.running.discard(wave)

@@ -18,9 +18,11 @@ from repro.errors import UsageError
 from repro.knobs import describe
 from repro.spec import RunSpec
 
+WAVE_TICKS = 20  # event-loop turns a wave takes: enough for the search to start others
+
 
 class SlowFake(FakeOracle):
-    """The seeded fake, with each wave taking real (event-loop) time: waves can overlap."""
+    """The seeded fake, with each wave taking turns of the event loop: waves can overlap."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -31,7 +33,7 @@ class SlowFake(FakeOracle):
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            await anyio.sleep(0.01)
+            await self.tick(WAVE_TICKS)
             return await super().run_wave(spec, wave_dir, first_session_id)
         finally:
             self.in_flight -= 1
@@ -140,17 +142,17 @@ def test_parallel_refuses_a_fixed_port_and_does_not_change_the_campaign(tmp_path
 
 
 class TimedFake(SlowFake):
-    """SlowFake that remembers when each wave ran, on the event loop's clock."""
+    """SlowFake that remembers when each wave ran, on the fakes' clock of loop turns."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.spans: list[tuple[str, int, float, float]] = []  # config, first id, start, end
 
     async def run_wave(self, spec, wave_dir, first_session_id):
-        started = anyio.current_time()
+        started = self.clock
         wave = await super().run_wave(spec, wave_dir, first_session_id)
         config = self.configs_run()[-1]
-        self.spans.append((config, first_session_id, started, anyio.current_time()))
+        self.spans.append((config, first_session_id, started, self.clock))
         return wave
 
 
