@@ -119,8 +119,10 @@ def comparison_table(
         )
     for row in rows:
         if not row.a.n or not row.b.n:  # nothing measured on one side: nothing to test
-            table.add_row(row.what, str(row.a), str(row.b), "n/a (a run measured nothing)")
+            table.add_row(
+                row.what, row.a.stacked(), row.b.stacked(), "n/a (a run measured nothing)"
+            )
             continue
         verdict = "differ" if row.p_value < 0.05 else "no significant difference"
-        table.add_row(row.what, str(row.a), str(row.b), f"{row.p_value:.3g} ({verdict})")
+        table.add_row(row.what, row.a.stacked(), row.b.stacked(), f"{row.p_value:.3g} ({verdict})")
     return table

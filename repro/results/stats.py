@@ -32,6 +32,10 @@ class Rate:
             return "n/a (0 measured)"
         return f"{self.k}/{self.n} = {self.value:.1%} [{self.low:.1%}, {self.high:.1%}]"
 
+    def stacked(self) -> str:
+        """As str(), the interval on a line of its own: a narrow table cell wraps it whole."""
+        return str(self).replace(" [", "\n[", 1)
+
 
 def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> Rate:
     """Wilson score interval, without continuity correction (as scipy's binomtest gives it);

@@ -96,15 +96,10 @@ def render_table(rows: list[SweepRow], console: Console) -> None:
         table.add_row(
             f"{r.sessions:,}",
             f"{r.context_max_tokens:,}",
-            _two_lines(r.session_rate),
-            _two_lines(r.turn_rate),
+            r.session_rate.stacked(),
+            r.turn_rate.stacked(),
             f"{r.failed_turns:,}" + ("\nwedged" if r.wedged else ""),
             "n/a" if r.ttft_p90_s is None else f"{r.ttft_p90_s:.2f} s",
             f"{r.wall_s:.0f} s",
         )
     console.print(table)
-
-
-def _two_lines(rate: object) -> str:
-    """`k/n = x%` over its `[low, high]`."""
-    return str(rate).replace(" [", "\n[", 1)
