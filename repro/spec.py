@@ -172,6 +172,13 @@ class RunSpec(BaseModel):
     def _url_is_a_base_url(cls, url: str | None) -> str | None:
         return None if url is None else checked_base_url(url)
 
+    @field_validator("model", "server_python", "partition", "account")
+    @classmethod
+    def _named(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("is empty; give a value or leave the option out")
+        return value
+
     @field_validator("time_limit")
     @classmethod
     def _slurm_time(cls, value: str | None) -> str | None:

@@ -41,6 +41,13 @@ class ProxySpec(BaseModel):
 
         return checked_base_url(url)
 
+    @field_validator("log")
+    @classmethod
+    def _log_is_named(cls, log: str) -> str:
+        if not log.strip():
+            raise ValueError("is empty; give a file, or - for standard output")
+        return log
+
     @field_validator("host")
     @classmethod
     def _host_is_named(cls, host: str) -> str:

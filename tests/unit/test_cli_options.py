@@ -145,3 +145,12 @@ def test_version_is_the_installed_packages() -> None:
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"repro {version('repro')}\n"
+
+
+def test_the_proxy_refuses_an_empty_log_path() -> None:
+    argv = ["proxy", "--upstream", "http://127.0.0.1:9", "--port", "9", "--log", ""]
+    result = CliRunner().invoke(app, argv)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: Invalid --log: is empty; give a file, or - for standard output.\n",
+    )

@@ -99,6 +99,25 @@ def test_a_url_that_can_be_used_is_kept_as_its_base() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("fields", "option"),
+    [
+        ({"model": ""}, "--model"),
+        ({"server_python": " "}, "--server-python"),
+        ({"launcher": "slurm", "partition": ""}, "--partition"),
+        ({"launcher": "slurm", "account": "\t"}, "--account"),
+    ],
+)
+def test_an_empty_name_is_refused_not_taken_for_the_default(fields: dict, option: str) -> None:
+    from repro.cli_options import OPTION_OF
+
+    with pytest.raises(UsageError) as refused:
+        RunSpec.build(OPTION_OF, **fields)
+    assert (
+        str(refused.value) == f"Invalid {option}: is empty; give a value or leave the option out."
+    )
+
+
 def test_the_oracle_default_comes_from_the_profile_and_settles_the_history() -> None:
     assert RunSpec.build().with_oracle_default("validity").history == "live"
     replayed = RunSpec.build().with_oracle_default("divergence")
