@@ -1,5 +1,8 @@
 """SIGTERM and SIGHUP mean what Ctrl-C means, in every command and at every moment.
 
+Except a SIGHUP that was ignored when repro started (`nohup repro run ... &`): that is asked
+for, so a hang-up then stops nothing, as it would not stop any other command under nohup.
+
 `install()` runs first thing in the console script. Outside a run each of the three raises
 KeyboardInterrupt (or whatever Ctrl-C does at that moment, e.g. asyncio's graceful cancel),
 which typer turns into exit 130; during `repro run` harness/stopping.py listens for all three
@@ -23,13 +26,21 @@ REPEAT_WINDOW_S = 1.0  # a repeat this soon is the same stop delivered twice (a 
 # The standard streams that were a terminal when repro started: after a hang-up they are
 # dead, and a write to them would fail (EIO) in the middle of the teardown.
 _terminal_fds: tuple[int, ...] = ()
+_hangup_ignored = False  # started under nohup
 
 
 def install() -> None:
-    global _terminal_fds
+    global _terminal_fds, _hangup_ignored
     _terminal_fds = tuple(fd for fd in (1, 2) if _isatty(fd))
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _like_ctrl_c)
+    _hangup_ignored = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    for sig in stop_signals():
+        if sig != signal.SIGINT:
+            signal.signal(sig, _like_ctrl_c)
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop repro: Ctrl-C, SIGTERM, and SIGHUP unless started under nohup."""
+    return tuple(s for s in STOP_SIGNALS if not (s == signal.SIGHUP and _hangup_ignored))
 
 
 def settle() -> None:
@@ -45,7 +56,7 @@ def settle() -> None:
         elif time.monotonic() - first_at[0] > REPEAT_WINDOW_S:
             raise KeyboardInterrupt
 
-    for sig in STOP_SIGNALS:
+    for sig in stop_signals():
         signal.signal(sig, noted)
 
 

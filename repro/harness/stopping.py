@@ -14,7 +14,7 @@ import anyio.abc
 from repro.errors import EXIT_INTERRUPTED
 from repro.harness.local_role import hurry_all
 from repro.harness.progress import Progress
-from repro.interrupts import REPEAT_WINDOW_S, STOP_SIGNALS, detach_from_terminal, settle
+from repro.interrupts import REPEAT_WINDOW_S, detach_from_terminal, settle, stop_signals
 
 
 @dataclass
@@ -62,7 +62,7 @@ async def listen_for_stops(
 ) -> None:
     """Ctrl-C, SIGTERM and SIGHUP while the run lasts; see Stopping for what each does."""
     try:
-        with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
+        with anyio.open_signal_receiver(*stop_signals()) as received:
             task_status.started()
             async for signum in received:
                 if signum == signal.SIGHUP:

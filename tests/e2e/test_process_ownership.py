@@ -83,6 +83,7 @@ def test_a_closed_terminal_tears_down_and_writes_the_summary(tmp_path: Path) -> 
 
     def controlling_terminal() -> None:  # repro's session gets the pty as its terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a login shell leaves it, not nohup
 
     process = start_run(
         out,

@@ -21,14 +21,27 @@ from tests.e2e.leftovers import assert_none_left
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
+def hang_up(disposition: signal.Handlers) -> Callable[[], None]:
+    """A child's SIGHUP as a terminal leaves it (SIG_DFL) or nohup does (SIG_IGN), whatever
+    the test runner's own is: a child inherits an ignored signal."""
+    return lambda: signal.signal(signal.SIGHUP, disposition)
+
+
 def signal_once_and_check(
-    out: Path, sig: signal.Signals, at: float | Callable[[Path], bool]
+    out: Path,
+    sig: signal.Signals,
+    at: float | Callable[[Path], bool],
+    hangup: signal.Handlers = signal.SIG_DFL,
 ) -> str:
     """Start a short run, send `sig` after `at` seconds or once `at(out)` holds, check every
     promise; return the outcome."""
     argv = [sys.executable, "-m", "repro", "run", "--sessions", "4", "--topology", "single", *FAST]
     process = subprocess.Popen(
-        [*argv, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*argv, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=hang_up(hangup),
     )
     if callable(at):
         deadline = time.monotonic() + 90
@@ -95,6 +108,12 @@ def test_a_signal_in_every_phase_keeps_every_promise(
     assert signal_once_and_check(tmp_path / "run", sig, at) in outcomes
 
 
+def test_under_nohup_a_hang_up_during_the_load_stops_nothing(tmp_path: Path) -> None:
+    """`nohup repro run ... &`, then the terminal closes: the run goes on to its end."""
+    outcome = signal_once_and_check(tmp_path / "run", signal.SIGHUP, loading, signal.SIG_IGN)
+    assert outcome == "complete"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_as_repro_exits_leaves_its_exit_code(tmp_path: Path, sig: signal.Signals) -> None:
     """After the last line of output the interpreter shuts down, and its shutdown puts every
@@ -108,6 +127,7 @@ def test_a_signal_as_repro_exits_leaves_its_exit_code(tmp_path: Path, sig: signa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=hang_up(signal.SIG_DFL),
     )
     assert process.stdout is not None
     for line in process.stdout:

@@ -50,6 +50,7 @@ def test_the_script_runs_the_cli(monkeypatch: pytest.MonkeyPatch, capsys) -> Non
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_are_a_ctrl_c(sig: signal.Signals) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal, whoever started pytest
     interrupts.install()
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), sig)
@@ -58,6 +59,21 @@ def test_sigterm_and_sighup_are_a_ctrl_c(sig: signal.Signals) -> None:
     signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
     os.kill(os.getpid(), signal.SIGTERM)  # follows whatever Ctrl-C does at that moment
     assert seen == [signal.SIGINT]
+
+
+def test_under_nohup_a_hang_up_stops_nothing() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup does before it starts repro
+    interrupts.install()
+    assert interrupts.stop_signals() == (signal.SIGINT, signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGHUP)  # still ignored: no KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):  # SIGTERM still stops it
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+    interrupts.settle()  # nor does a settled run start listening for it
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    interrupts.install()
+    assert signal.SIGHUP in interrupts.stop_signals()
 
 
 def test_once_settled_a_signal_is_noted_and_a_second_one_stops(monkeypatch) -> None:  # type: ignore[no-untyped-def]
