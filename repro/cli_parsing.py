@@ -5,6 +5,7 @@ argument) as a usage line, a hint and a boxed panel; repro's own refusals are on
 on stderr. `OneLineParseErrors` makes click's the same, with the help hint on that line.
 `finite` refuses NaN and infinity before the range check, which otherwise calls NaN
 "not >= 0" (every comparison with NaN is false) and lets infinity through an open top.
+`given_path` refuses an empty path, which pathlib would read as the current folder.
 """
 
 from __future__ import annotations
