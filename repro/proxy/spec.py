@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from repro.proxy.injector import RuleKind, Target
+
+_WHAT_TO_GIVE = {
+    "log": "give a file, or - for standard output",
+    # An empty host would listen on every interface: a corrupting proxy on the network.
+    "host": "give an address to listen on, e.g. 127.0.0.1",
+}
 
 
 class ProxySpec(BaseModel):
@@ -41,20 +54,12 @@ class ProxySpec(BaseModel):
 
         return checked_base_url(url)
 
-    @field_validator("log")
+    @field_validator("log", "host")
     @classmethod
-    def _log_is_named(cls, log: str) -> str:
-        if not log.strip():
-            raise ValueError("is empty; give a file, or - for standard output")
-        return log
-
-    @field_validator("host")
-    @classmethod
-    def _host_is_named(cls, host: str) -> str:
-        if not host.strip():
-            # An empty host would listen on every interface: a corrupting proxy on the network.
-            raise ValueError("is empty; give an address to listen on, e.g. 127.0.0.1")
-        return host
+    def _not_empty(cls, value: str, info: ValidationInfo) -> str:
+        if not value.strip():
+            raise ValueError(f"is empty; {_WHAT_TO_GIVE[info.field_name]}")
+        return value
 
     @classmethod
     def build(cls, **fields: object) -> ProxySpec:
