@@ -23,6 +23,10 @@ class EngineMetrics:
     num_queue_reqs: int = 0
     kv_used_tokens: int = 0
     hicache_host_used_tokens: int = 0
+    # The modelled clock's pace (clock.py): how much of its busy wall time the host kept up with.
+    busy_wall_seconds_total: float = 0.0
+    busy_modelled_seconds_total: float = 0.0
+    time_scale: float = 1.0
 
     def render(self, model_name: str, role: str) -> str:
         """Prometheus text format (version 0.0.4)."""
@@ -38,12 +42,15 @@ class EngineMetrics:
             "sglang:num_bootstrap_failed_reqs_total": self.bootstrap_failed_total,
             "sglang:sim_index_k_stale_reads_total": self.index_k_stale_reads_total,
             "sglang:sim_stuck_handovers_total": self.stuck_handovers_total,
+            "sglang:sim_busy_wall_seconds_total": round(self.busy_wall_seconds_total, 6),
+            "sglang:sim_busy_modelled_seconds_total": round(self.busy_modelled_seconds_total, 6),
         }
         gauges = {
             "sglang:num_running_reqs": self.num_running_reqs,
             "sglang:num_queue_reqs": self.num_queue_reqs,
             "sglang:kv_used_tokens": self.kv_used_tokens,
             "sglang:hicache_host_used_tokens": self.hicache_host_used_tokens,
+            "sglang:sim_time_scale": self.time_scale,
         }
         lines: list[str] = []
         for name, value in counters.items():

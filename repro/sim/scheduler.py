@@ -6,9 +6,9 @@ requests up to a token budget, as SGLang's chunked-prefill budget) or one decode
 times `--time-scale`, so batching, queueing and their interleaving are real while the
 arithmetic stays cheap: per iteration the work is O(requests in the batch).
 
-The modelled clock only moves by step durations (or catches up with the wall clock
-when idle), so what the fault model decides depends on the interleaving, not on how
-busy this CPU happens to be.
+The modelled clock (clock.py) moves by step durations while there is work, and with the
+wall clock only while idle, so what the fault model decides depends on the interleaving,
+not on how busy this CPU happens to be.
 
 A request enters a prefill batch only once the device pool has its pages (cache.py); until
 then it waits, and so do the requests behind it, as SGLang's prefill adder stops at the
@@ -20,12 +20,12 @@ the batch and with the PD hand-overs in flight, and the forward's gated reads wa
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from repro.sim.cache import PrefixCache
+from repro.sim.clock import ModelledClock
 from repro.sim.config import EngineConfig
 from repro.sim.generation import Generation
 from repro.sim.metrics import EngineMetrics
@@ -82,8 +82,7 @@ class Scheduler:
         self._waiting: deque[Generation] = deque()
         self._running: list[Generation] = []
         self._wake = asyncio.Event()
-        self._started_wall_s = time.monotonic()
-        self.clock_s = 0.0
+        self.clock = ModelledClock(config.time_scale)
 
     @property
     def num_running(self) -> int:
@@ -100,15 +99,8 @@ class Scheduler:
     def running(self) -> list[Generation]:
         return list(self._running)
 
-    def now_s(self) -> float:
-        """The modelled clock, caught up with the wall clock (for arrivals)."""
-        return max(
-            self.clock_s,
-            (time.monotonic() - self._started_wall_s) / max(self._config.time_scale, 1e-9),
-        )
-
     def add_prefill(self, gen: Generation) -> None:
-        gen.arrived_at_s = self.now_s()
+        gen.arrived_at_s = self.clock.now_s()
         self._waiting.append(gen)
         self._metrics.requests_total += 1
         self._wake.set()
@@ -117,7 +109,7 @@ class Scheduler:
         """A request whose KV is in place (decode side, after the PD hand-over)."""
         if gen.finished:
             return
-        gen.arrived_at_s = self.now_s()
+        gen.arrived_at_s = self.clock.now_s()
         self._running.append(gen)
         self._metrics.requests_total += 1
         self._wake.set()
@@ -151,20 +143,19 @@ class Scheduler:
     async def run(self) -> None:
         """The scheduler loop; runs until cancelled."""
         while True:
-            self._update_gauges()
+            self.refresh_metrics()
             batch = self._take_prefill_batch() if self._waiting else []
             if batch:
+                self.clock.busy()
                 await self._prefill_step(batch)
             elif self._running:
+                self.clock.busy()
                 await self._decode_step()
             else:
                 # Idle, or every waiting request needs pages held by requests in flight.
+                self.clock.idle()
                 self._wake.clear()
                 await self._wake.wait()
-
-    async def _sleep_modelled(self, start_s: float, duration_s: float) -> None:
-        self.clock_s = start_s + duration_s
-        await asyncio.sleep(duration_s * self._config.time_scale)
 
     def _take_prefill_batch(self) -> list[Generation]:
         batch: list[Generation] = []
@@ -217,18 +208,17 @@ class Scheduler:
         )
 
     async def _prefill_step(self, batch: list[Generation]) -> None:
-        start_s = self.now_s()
-        forward = self._plan_forward(batch, start_s)
+        forward = self._plan_forward(batch, self.clock.now_s())
         if self._on_prefill is not None:
             self._on_prefill(forward)
-        await self._sleep_modelled(start_s, forward.duration_s)
+        await self.clock.sleep(forward.duration_s)
         for gen in batch:
             if gen.finished:
                 continue
             gen.prefilled.set()
             if not gen.tokens and self._config.role == "prefill":
                 self._handover_ends_s.append(
-                    self.clock_s + self._cost.transfer_s(gen.prompt_tokens)
+                    self.clock.now_s() + self._cost.transfer_s(gen.prompt_tokens)
                 )
             if gen.tokens:  # single server: the prefill forward yields the first token
                 self._emit(gen, 1)
@@ -241,13 +231,13 @@ class Scheduler:
         return sum(g.context_tokens for g in self._running)
 
     async def _decode_step(self) -> None:
-        start_s = self.now_s()
+        start_s = self.clock.now_s()
         steps = self._config.stream_interval_tokens
         step_s = self._cost.decode_step_s(len(self._running), self._running_context_tokens())
         duration_s = steps * step_s
         if self._on_decode is not None:
             self._on_decode(self._running, start_s)
-        await self._sleep_modelled(start_s, duration_s)
+        await self.clock.sleep(duration_s)
         for gen in list(self._running):
             if not gen.finished:
                 self._emit(gen, steps)
@@ -263,7 +253,7 @@ class Scheduler:
         piece = gen.tokens[gen.emitted_tokens : end]
         if piece:
             if gen.first_token_at_s is None:
-                gen.first_token_at_s = self.clock_s
+                gen.first_token_at_s = self.clock.now_s()
             gen.out.put_nowait(piece)
             self._metrics.generation_tokens_total += len(piece)
         gen.emitted_tokens = end
@@ -271,7 +261,11 @@ class Scheduler:
             gen.finish_reason = "stop" if end >= len(gen.tokens) else "length"
             gen.out.put_nowait(None)
 
-    def _update_gauges(self) -> None:
+    def refresh_metrics(self) -> None:
+        self._metrics.time_scale = self.clock.time_scale
+        wall_s, modelled_s = self.clock.busy_seconds()
+        self._metrics.busy_wall_seconds_total = wall_s
+        self._metrics.busy_modelled_seconds_total = modelled_s
         self._metrics.num_running_reqs = len(self._running)
         self._metrics.num_queue_reqs = len(self._waiting)
         if self._cache is not None:

@@ -122,6 +122,7 @@ def build_app(engine: Engine) -> Starlette:
         )
 
     async def metrics(_: Request) -> Response:
+        engine.scheduler.refresh_metrics()
         if engine.cache is not None:
             engine.metrics.hicache_host_used_tokens = engine.cache.host_tokens
         text = engine.metrics.render(engine.config.served_model_name, engine.config.role)
