@@ -23,7 +23,7 @@ from repro.harness.progress import Progress
 from repro.harness.replay import Replay
 from repro.harness.watchdog import Watchdog
 from repro.harness.workers import WorkerFleet
-from repro.results import RunStore, RunSummary, read_turns
+from repro.results import RunStore, RunSummary, engine_pace, read_turns
 from repro.scenarios import get_scenario
 from repro.spec import RunSpec
 
@@ -175,6 +175,7 @@ async def drive(
             ended_because=ended_because(error),
             **_client_figures(generator, spec.effective_workers()),
             engine=endpoint.engine,
+            engine_pace=engine_pace(store.run_dir / "metrics"),
             url=endpoint.base_url,
             started_at=record["started_at"],
             run_dir=str(run_dir),

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from repro.knobs import describe
+from repro.results.engine_pace import SLOW_PACE, slow_roles
 from repro.results.stats import wilson
 from repro.results.summary import UNFINISHED, RunSummary
 
@@ -113,6 +114,24 @@ def _client_row(summary: RunSummary) -> SummaryRow | None:
     )
 
 
+def _pace_row(summary: RunSummary) -> SummaryRow | None:
+    """The embedded engine's pace per role; when the host could not keep it, the one line
+    that says the figures carry this machine's speed."""
+    if not summary.engine_pace:
+        return None
+    paces = ", ".join(f"{role} {pace:.0%}" for role, pace in summary.engine_pace.items())
+    slow = slow_roles(summary.engine_pace)
+    if not slow:
+        return SummaryRow("engine pace", f"{paces} of its time scale")
+    return SummaryRow(
+        "engine pace *",
+        f"{paces} of its time scale: this machine could not keep the embedded engine's "
+        f"modelled clock ({', '.join(slow)} below {SLOW_PACE:.0%}), so its figures carry the "
+        "host's speed; run it on a quieter machine or with a larger --set time_scale",
+        "yellow",
+    )
+
+
 def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
     """The figures both reports print, worded once so the terminal and the page agree."""
     sessions = wilson(summary.sessions_corrupted, summary.sessions)
@@ -168,9 +187,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
             f"{summary.divergence.get('load_wall_s') or summary.wall_s:,.0f} s",
         ),
     ]
-    client = _client_row(summary)
-    if client is not None:
-        rows.append(client)
+    rows += [row for row in (_client_row(summary), _pace_row(summary)) if row is not None]
     if run_dir is not None:
         rows.append(SummaryRow("run folder", str(run_dir)))
     return rows

@@ -88,6 +88,7 @@ class RunSummary:
     client_loop_lag_s: dict[str, float] = field(default_factory=dict)  # p50, p99, max
     client_cpu_share: float = 0.0  # CPU seconds per wall second, summed over worker processes
     client_workers: int = 1
+    engine_pace: dict[str, float] = field(default_factory=dict)  # embedded engine: engine_pace.py
     wedge: str | None = None
     error: str | None = None
     ended_because: str = "completed"  # one of ENDED; `error` or `wedge` says more
@@ -188,6 +189,7 @@ def summarize_frame(
     client_cpu_share: float = 0.0,
     client_workers: int = 1,
     engine: str = "",
+    engine_pace: dict[str, float] | None = None,
     url: str = "",
     started_at: str = "",
     run_dir: str = "",
@@ -258,6 +260,7 @@ def summarize_frame(
         client_pauses=client_pauses,
         client_paused_s=round(client_paused_s, 3),
         engine=engine,
+        engine_pace=engine_pace or {},
         url=url,
         started_at=started_at,
         run_dir=run_dir,
