@@ -112,7 +112,9 @@ class HarnessOracle:
         return self.profile.resolve_knobs(dict(requested))
 
     def check(self, configs: Sequence[Mapping[str, str]]) -> None:
-        spec = fill_from_profile(self.spec, self.profile.run, self.profile.engine.oracle)
+        spec = fill_from_profile(
+            self.spec, self.profile.run, self.profile.engine.oracle, self.profile.settings
+        )
         plans = [check_plan(self.profile, spec, dict(c)) for c in configs]
         if any(self.profile.roles[r.name].preflight for plan in plans for r in plan.roles):
             from repro.harness import check_plans
@@ -127,7 +129,9 @@ class HarnessOracle:
         from repro.harness import drive
 
         started_s = time.monotonic()
-        spec = fill_from_profile(spec, self.profile.run, self.profile.engine.oracle)
+        spec = fill_from_profile(
+            spec, self.profile.run, self.profile.engine.oracle, self.profile.settings
+        )
         endpoint = await self._engine_for(spec, wave_dir)
         wave_dir.mkdir(parents=True, exist_ok=True)
         try:

@@ -214,6 +214,11 @@ class Profile(_Strict):
                     f"[run.settings_by_concurrency] scales '{setting}', which [settings] does "
                     f"not declare; declared: {', '.join(self.settings) or 'none'}"
                 )
+        scale = self.run.time_scale_setting
+        if scale is not None and scale not in self.settings:
+            raise ValueError(
+                f"[run] time_scale_setting names '{scale}', which [settings] does not declare"
+            )
         topology_roles = {name: topo.roles for name, topo in self.topologies.items()}
         check_placements(self.placement, topology_roles, self.settings)
         self._check_placeholders()

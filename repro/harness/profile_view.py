@@ -77,6 +77,15 @@ def profile_document(profile: Profile) -> dict[str, Any]:
         },
         "run": profile.run.options(),
         "settings_by_concurrency": profile.run.settings_by_concurrency,
+        "stall_after_modelled": (
+            None
+            if profile.run.time_scale_setting is None
+            else {
+                "modelled_s": profile.run.stall_after_modelled_s,
+                "time_scale_setting": profile.run.time_scale_setting,
+                "wall_s": profile.run.scaled_stall_after_s(profile.settings),
+            }
+        ),
         "placeholders": profile.placeholder_names(),
     }
 
@@ -129,9 +138,18 @@ def render_profile(profile: Profile, console: Console) -> None:
     for name, setting in doc["settings"].items():
         default = "REQUIRED" if setting["required"] else f'"{setting["default"]}"'
         lines.append((2, f"{name} = {default}   ({setting['option']})", ""))
-    if doc["run"] or doc["settings_by_concurrency"]:
+    if doc["run"] or doc["settings_by_concurrency"] or doc["stall_after_modelled"]:
         lines += _section("Run defaults ([run]: used when the option is not given)")
         lines += [(2, f"{name} = {json.dumps(value)}", "") for name, value in doc["run"].items()]
+        if stall := doc["stall_after_modelled"]:
+            lines.append(
+                (
+                    2,
+                    f"stall_after_s = {stall['modelled_s']:g} modelled s x "
+                    f"{stall['time_scale_setting']} ({stall['wall_s']:g} s at its default)",
+                    "",
+                )
+            )
         for name, steps in doc["settings_by_concurrency"].items():
             scaled = ", ".join(f"{v} from {t} sessions in flight" for t, v in steps.items())
             lines.append((2, f"{name}: {scaled}", ""))

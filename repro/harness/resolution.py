@@ -32,7 +32,7 @@ def resolve(spec: RunSpec) -> Resolved:
     profile = load_profile(spec.profile_path())
     get_scenario(spec.scenario)
     check_settings(profile, spec.settings)  # before the profile adds its own
-    spec = fill_from_profile(spec, profile.run, profile.engine.oracle)
+    spec = fill_from_profile(spec, profile.run, profile.engine.oracle, profile.settings)
     if spec.url:
         # An external engine is configured by whoever started it: knobs only label the run.
         labels = {k: profile.resolve_knobs({k: v})[k] for k, v in spec.knobs.items()}

@@ -9,11 +9,12 @@ the options themselves.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, create_model, field_validator
+from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
-from repro.spec import Oracle, RunSpec
+from repro.spec import MAX_WAIT_S, Oracle, RunSpec
 
 # The run options a profile may default: what depends on the model it serves. Sessions,
 # seeds and where the engine runs are the user's to say.
@@ -49,6 +50,18 @@ class RunDefaults(_RunOptions):  # type: ignore[misc, valid-type]
     # setting -> {sessions in flight from which it applies: value}; below the lowest
     # threshold the [settings] value holds.
     settings_by_concurrency: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # An engine on a modelled clock (the embedded one): the [settings] value that says how many
+    # wall seconds one of its seconds takes, and the stall detector's wait in its seconds.
+    time_scale_setting: str | None = None
+    stall_after_modelled_s: float | None = Field(None, gt=0, le=MAX_WAIT_S)
+
+    @model_validator(mode="after")
+    def _stall_needs_a_scale(self) -> RunDefaults:
+        if (self.time_scale_setting is None) != (self.stall_after_modelled_s is None):
+            raise ValueError("time_scale_setting and stall_after_modelled_s go together")
+        if self.stall_after_s is not None and self.stall_after_modelled_s is not None:
+            raise ValueError("give stall_after_s or stall_after_modelled_s, not both")
+        return self
 
     @field_validator("settings_by_concurrency")
     @classmethod
@@ -68,6 +81,20 @@ class RunDefaults(_RunOptions):  # type: ignore[misc, valid-type]
         chosen = {name: getattr(self, name) for name in RUN_DEFAULT_FIELDS}
         return {name: value for name, value in chosen.items() if value is not None}
 
+    def scaled_stall_after_s(self, settings: dict[str, str]) -> float | None:
+        """The stall detector in wall seconds at the time scale these settings give; never
+        tighter than its default, since a slow host's pauses are wall time. None: no scale."""
+        if self.time_scale_setting is None or self.stall_after_modelled_s is None:
+            return None
+        try:
+            scale = float(settings.get(self.time_scale_setting, ""))
+        except ValueError:
+            return None  # not a number: the engine refuses it with its own sentence
+        if not 0 < scale < math.inf:
+            return None
+        floor = RunSpec.model_fields["stall_after_s"].default
+        return min(max(self.stall_after_modelled_s * scale, floor), MAX_WAIT_S)
+
     def scaled_settings(self, in_flight: int) -> dict[str, str]:
         """Each scaled setting's value for this many sessions in flight, where a step applies."""
         chosen = {}
@@ -78,12 +105,18 @@ class RunDefaults(_RunOptions):  # type: ignore[misc, valid-type]
         return chosen
 
 
-def fill_from_profile(spec: RunSpec, run: RunDefaults, oracle: Oracle) -> RunSpec:
+def fill_from_profile(
+    spec: RunSpec, run: RunDefaults, oracle: Oracle, declared: dict[str, str] | None = None
+) -> RunSpec:
     """The spec with what the user left unsaid filled from the profile: the `[run]` options,
-    the scaled settings (a `--set` wins), then the oracle and the history it implies."""
+    the scaled settings (a `--set` wins), the stall detector at the engine's time scale
+    (`declared`: the profile's [settings]), then the oracle and the history it implies."""
     options = {k: v for k, v in run.options().items() if k not in spec.model_fields_set}
     scaled = run.scaled_settings(spec.effective_concurrency())
     settings = {k: v for k, v in scaled.items() if k not in spec.settings} | spec.settings
+    stall_after_s = run.scaled_stall_after_s((declared or {}) | settings)
+    if stall_after_s is not None and "stall_after_s" not in spec.model_fields_set:
+        options["stall_after_s"] = stall_after_s
     if options or settings != spec.settings:
         spec = spec.model_copy(update=options | {"settings": settings})
     return spec.with_oracle_default(oracle)

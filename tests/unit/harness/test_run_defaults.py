@@ -77,6 +77,9 @@ def test_the_profile_oracle_default_brings_scripted_history(tmp_path: Path) -> N
         ("[run.settings_by_concurrency.kv]\n8 = \"2\"", r"scales 'kv', which \[settings\] does not declare"),
         ("[settings]\nkv = \"1\"\n[run.settings_by_concurrency.kv]\n08 = \"2\"", r"'08' is not a number of sessions"),
         ("[settings]\nkv = \"1\"\n[run.settings_by_concurrency.kv]\n8 = \"{port}\"", r"'run.settings_by_concurrency.kv.8' uses \{port\}; a setting may use only"),
+        ("[run]\nstall_after_modelled_s = 120", r"time_scale_setting and stall_after_modelled_s go together"),
+        ("[run]\ntime_scale_setting = \"ts\"\nstall_after_modelled_s = 120", r"time_scale_setting names 'ts', which \[settings\] does not declare"),
+        ("[settings]\nts = \"1\"\n[run]\ntime_scale_setting = \"ts\"\nstall_after_modelled_s = 120\nstall_after_s = 9", r"give stall_after_s or stall_after_modelled_s, not both"),
     ],
 )  # fmt: skip
 def test_a_bad_run_table_is_one_sentence_naming_the_key(
@@ -84,6 +87,19 @@ def test_a_bad_run_table_is_one_sentence_naming_the_key(
 ) -> None:
     with pytest.raises(UsageError, match=message):
         load_profile(write(tmp_path, MINIMAL + table))
+
+
+def test_an_engine_on_a_modelled_clock_gets_a_stall_detector_at_its_time_scale() -> None:
+    """The embedded engine's stuck hand-over lasts 60 modelled s; at time_scale 1.0 that is a
+    minute of wall time, which the default 30 s detector would call a wedge."""
+
+    def stall_after_s(**fields: object) -> float:
+        return resolve(RunSpec.build(**fields)).spec.stall_after_s
+
+    assert stall_after_s() == 30.0  # 120 modelled s at the profile's 0.25
+    assert stall_after_s(settings={"time_scale": "1.0"}) == 120.0
+    assert stall_after_s(settings={"time_scale": "0.1"}) == 30.0  # never under the default
+    assert stall_after_s(settings={"time_scale": "1.0"}, stall_after_s=5.0) == 5.0  # given: wins
 
 
 def test_dry_run_of_the_vllm_backend_shows_the_scaled_kv_cache() -> None:
