@@ -84,14 +84,20 @@ def defects(summary: dict) -> str:
 
 def row(r: dict) -> str:
     if "sessions" not in r:
-        return f"| `{r['command']}` | exit {r['exit']}, no summary | | | | | | | | {r['load_1m']:.1f} |"
+        return f"| `{r['command']}` | exit {r['exit']}, no summary | | | | | | | | {r['load_1m']:.1f} | |"
     ttft = r.get("latency_s", {}).get("ttft", {}).get("p90")
     where = (f"{r['corrupted_at_20k']}/{r['turns_corrupted']}; {r['top_bin']} {r['top_bin_share']:.2%} "
              f"vs 0–10k {r['low_bin_share']:.2%}") if r["turns_corrupted"] else ""  # fmt: skip
     return (f"| `{r['command']}` | {r['sessions_corrupted']}/{r['sessions']} = {r['session_corruption_rate']:.1%} | "
             f"{r['turns_corrupted']}/{r['turns']} | {where} | {defects(r)} | {r['errors']} | {r['stalls']} | "
             f"{'n/a' if ttft is None else f'{ttft:.2f} s'} | {r['max_prompt_tokens']:,} | {r['wall_s']:.0f} s | "
-            f"{r['load_1m']:.1f} |")  # fmt: skip
+            f"{r['load_1m']:.1f} | {pace(r)} |")  # fmt: skip
+
+
+def pace(r: dict) -> str:
+    """The slowest engine role's pace (repro/results/engine_pace.py): 100% kept its clock."""
+    paces = r.get("engine_pace") or {}
+    return f"{min(paces.values()):.0%}" if paces else "n/a"
 
 
 def sweep(out: Path) -> list[str]:
@@ -134,8 +140,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     wanted = lambda name: args.only is None or name in args.only  # noqa: E731
     print("| command | sessions corrupted | turns corrupted | corrupted turns at ≥ 20k; by prompt bin | "
-          "defects | failed turns | stalls | TTFT p90 | max prompt | wall | load |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "defects | failed turns | stalls | TTFT p90 | max prompt | wall | load | pace |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, run_args in RUNS.items():
         if wanted(name):
             result = run(name, run_args, args.out)
@@ -151,7 +157,7 @@ def main() -> None:
             )
             corrupted += r.get("sessions_corrupted", 0)
         print(f"| `repro run --sessions 1 --index-k bf16 --seed S` for S in 0..{args.single_session_runs - 1} | "
-              f"{corrupted}/{args.single_session_runs} | | | | | | | | | {max(load, load_1m()):.1f} |")  # fmt: skip
+              f"{corrupted}/{args.single_session_runs} | | | | | | | | | {max(load, load_1m()):.1f} | |")  # fmt: skip
     if wanted("sweep"):
         print()
         print("\n".join(sweep(args.out)), flush=True)

@@ -67,6 +67,10 @@ def test_run_writes_the_run_folder_and_scores_every_turn(
     engines = ["single"] if topology == "single" else ["prefill", "decode"]
     for name in engines:
         assert "sglang:generation_tokens_total" in (out / "metrics" / f"{name}.prom").read_text()
+    # each engine role kept its modelled clock (or the run says how far it fell behind)
+    assert set(s["engine_pace"]) == set(engines)
+    assert all(0 < pace <= 1 for pace in s["engine_pace"].values())
+    assert "engine pace" in done.stdout
     assert "sessions corrupted" in done.stdout and "0/6" in done.stdout
     assert engine_processes(out) == []
 
