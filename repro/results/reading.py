@@ -15,7 +15,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -67,6 +67,7 @@ class _WrittenSummary(BaseModel):
     client_loop_lag_s: dict[str, float] | None = None
     client_cpu_share: float = Field(0.0, ge=0)
     client_workers: int = Field(1, ge=1)
+    engine_pace: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     wall_s: float = Field(0.0, ge=0)
     outcomes: dict[str, int] = Field(default_factory=dict)  # every turn written, by outcome
 
@@ -121,6 +122,7 @@ def read_run(path: Path) -> RunFolder:
         client_cpu_share=written.client_cpu_share if written else 0.0,
         client_workers=written.client_workers if written else 1,
         engine=spec.engine,
+        engine_pace=written.engine_pace if written else None,
         url=spec.url,
         started_at=spec.started_at,
         run_dir=str(path),

@@ -18,7 +18,13 @@ from repro.results.summary import SUMMARY_COLUMNS, summarize, summarize_table
 from tests.unit.results.test_store import record
 
 
-def write_run(path: Path, corrupted: int, sessions: int = 80, finished: bool = True) -> Path:
+def write_run(
+    path: Path,
+    corrupted: int,
+    sessions: int = 80,
+    finished: bool = True,
+    engine_pace: dict[str, float] | None = None,
+) -> Path:
     store = RunStore(path)
     store.write_spec({"config": {"index_k": "bf16"}, "engine": "repro-sim 0.1", "url": "http://x"})
     records = [record(session_id=i, corrupted=i < corrupted) for i in range(sessions)]
@@ -26,7 +32,10 @@ def write_run(path: Path, corrupted: int, sessions: int = 80, finished: bool = T
         store.append(r)
     store.close()
     if finished:
-        store.write_summary(summarize(records, config={"index_k": "bf16"}, wall_s=12.0).to_dict())
+        summary = summarize(
+            records, config={"index_k": "bf16"}, wall_s=12.0, engine_pace=engine_pace
+        )
+        store.write_summary(summary.to_dict())
     return path
 
 
@@ -35,6 +44,13 @@ def test_a_finished_run_reads_back_with_its_figures(tmp_path: Path) -> None:
     s = folder.summary
     assert (s.sessions, s.sessions_corrupted, s.wall_s, s.interrupted) == (80, 12, 12.0, False)
     assert len(folder.records) == 80 and s.config == {"index_k": "bf16"}
+
+
+def test_a_report_keeps_the_engine_pace_the_run_measured(tmp_path: Path) -> None:
+    folder = read_run(write_run(tmp_path / "a", corrupted=1, engine_pace={"decode": 0.6}))
+    assert folder.summary.engine_pace == {"decode": 0.6}
+    rows = {row.label: row.text for row in summary_rows(folder.summary, None)}
+    assert "decode below 80%" in rows["engine pace *"]
 
 
 def test_a_crashed_run_is_recomputed_from_its_turns(tmp_path: Path) -> None:
