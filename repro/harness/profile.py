@@ -370,7 +370,7 @@ def load_profile(path: Path) -> Profile:
     except ValidationError as exc:
         errors = exc.errors()  # a misspelled key first: it also explains a "missing" one
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        key = ".".join(str(p) for p in first["loc"])
+        key = ".".join(str(p) for p in first["loc"] if p != "[key]")  # pydantic: a dict's key
         message = first["msg"].removeprefix("Value error, ")
         if not key:  # a rule across tables: its message names what it is about
             raise UsageError(f"Profile {path} is invalid: {message}.") from None

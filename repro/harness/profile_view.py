@@ -24,6 +24,7 @@ def profile_document(profile: Profile) -> dict[str, Any]:
     """Engine, topologies, roles, knobs (values, default and where it comes from, what each
     value does per role), settings (default, the option that overrides it), placeholders."""
     defaults = profile.defaults()
+    wall = profile.run.modelled_options(profile.settings)  # [run.modelled_s] at its time scale
     knobs: dict[str, Any] = {
         "topology": {
             "values": list(profile.topologies),
@@ -77,15 +78,11 @@ def profile_document(profile: Profile) -> dict[str, Any]:
         },
         "run": profile.run.options(),
         "settings_by_concurrency": profile.run.settings_by_concurrency,
-        "stall_after_modelled": (
-            None
-            if profile.run.time_scale_setting is None
-            else {
-                "modelled_s": profile.run.stall_after_modelled_s,
-                "time_scale_setting": profile.run.time_scale_setting,
-                "wall_s": profile.run.scaled_stall_after_s(profile.settings),
-            }
-        ),
+        "time_scale_setting": profile.run.time_scale_setting,
+        "modelled_s": {
+            name: {"modelled_s": modelled_s, "wall_s": wall.get(name)}
+            for name, modelled_s in profile.run.modelled_s.items()
+        },
         "placeholders": profile.placeholder_names(),
     }
 
@@ -138,21 +135,18 @@ def render_profile(profile: Profile, console: Console) -> None:
     for name, setting in doc["settings"].items():
         default = "REQUIRED" if setting["required"] else f'"{setting["default"]}"'
         lines.append((2, f"{name} = {default}   ({setting['option']})", ""))
-    if doc["run"] or doc["settings_by_concurrency"] or doc["stall_after_modelled"]:
+    if doc["run"] or doc["settings_by_concurrency"] or doc["modelled_s"]:
         lines += _section("Run defaults ([run]: used when the option is not given)")
         lines += [(2, f"{name} = {json.dumps(value)}", "") for name, value in doc["run"].items()]
-        if stall := doc["stall_after_modelled"]:
-            lines.append(
-                (
-                    2,
-                    f"stall_after_s = {stall['modelled_s']:g} modelled s x "
-                    f"{stall['time_scale_setting']} ({stall['wall_s']:g} s at its default)",
-                    "",
-                )
-            )
         for name, steps in doc["settings_by_concurrency"].items():
             scaled = ", ".join(f"{v} from {t} sessions in flight" for t, v in steps.items())
             lines.append((2, f"{name}: {scaled}", ""))
+        scale = doc["time_scale_setting"]
+        for name, times in doc["modelled_s"].items():
+            text = f"{name} = {times['modelled_s']:g} modelled s x {scale}"
+            if times["wall_s"] is not None:
+                text += f" ({times['wall_s']:g} s at its default)"
+            lines.append((2, text, ""))
     lines += _section("Placeholders")
     lines.append((2, ", ".join(f"{{{n}}}" for n in doc["placeholders"]), ""))
     for indent, text, style in lines:

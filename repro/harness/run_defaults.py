@@ -4,13 +4,14 @@ An engine serving a model that writes noise wants other run options than the sto
 (contexts sized to the model's window, short answers, no thinking mode, more KV cache for
 more sessions in flight). The table holds them; an option given on the command line wins,
 and so does a `--set` of a scaled setting. Values are checked against the same bounds as
-the options themselves.
+the options themselves. An engine on a modelled clock (the embedded one) gives its pacing
+and deadlines in its own seconds, so that they mean the same at every time scale.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -37,6 +38,11 @@ def _optional(name: str) -> tuple[Any, Any]:
     return bounded | None, Field(None, description=field.description)
 
 
+# Run options an engine on a modelled clock may give in its own seconds ([run.modelled_s]);
+# the deadlines among them keep their defaults as a floor.
+ModelledOption = Literal["ramp_up_s", "turn_timeout_s", "stall_after_s"]
+DEADLINES = ("turn_timeout_s", "stall_after_s")
+
 _RunOptions = create_model(  # type: ignore[call-overload]
     "_RunOptions",
     __config__=ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False),
@@ -51,16 +57,19 @@ class RunDefaults(_RunOptions):  # type: ignore[misc, valid-type]
     # threshold the [settings] value holds.
     settings_by_concurrency: dict[str, dict[str, str]] = Field(default_factory=dict)
     # An engine on a modelled clock (the embedded one): the [settings] value that says how many
-    # wall seconds one of its seconds takes, and the stall detector's wait in its seconds.
+    # wall seconds one of its seconds takes, and run options given in its seconds.
     time_scale_setting: str | None = None
-    stall_after_modelled_s: float | None = Field(None, gt=0, le=MAX_WAIT_S)
+    modelled_s: dict[ModelledOption, Annotated[float, Field(gt=0, le=MAX_WAIT_S)]] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
-    def _stall_needs_a_scale(self) -> RunDefaults:
-        if (self.time_scale_setting is None) != (self.stall_after_modelled_s is None):
-            raise ValueError("time_scale_setting and stall_after_modelled_s go together")
-        if self.stall_after_s is not None and self.stall_after_modelled_s is not None:
-            raise ValueError("give stall_after_s or stall_after_modelled_s, not both")
+    def _modelled_needs_a_scale(self) -> RunDefaults:
+        if (self.time_scale_setting is None) != (not self.modelled_s):
+            raise ValueError("time_scale_setting and [run.modelled_s] go together")
+        for name in self.modelled_s:
+            if getattr(self, name, None) is not None:
+                raise ValueError(f"'{name}' is in [run] and in [run.modelled_s]: give one")
         return self
 
     @field_validator("settings_by_concurrency")
@@ -81,19 +90,27 @@ class RunDefaults(_RunOptions):  # type: ignore[misc, valid-type]
         chosen = {name: getattr(self, name) for name in RUN_DEFAULT_FIELDS}
         return {name: value for name, value in chosen.items() if value is not None}
 
-    def scaled_stall_after_s(self, settings: dict[str, str]) -> float | None:
-        """The stall detector in wall seconds at the time scale these settings give; never
-        tighter than its default, since a slow host's pauses are wall time. None: no scale."""
-        if self.time_scale_setting is None or self.stall_after_modelled_s is None:
+    def time_scale(self, settings: dict[str, str]) -> float | None:
+        """Wall seconds per modelled second, as these settings give it (None: no clock)."""
+        if self.time_scale_setting is None:
             return None
         try:
             scale = float(settings.get(self.time_scale_setting, ""))
         except ValueError:
             return None  # not a number: the engine refuses it with its own sentence
-        if not 0 < scale < math.inf:
-            return None
-        floor = RunSpec.model_fields["stall_after_s"].default
-        return min(max(self.stall_after_modelled_s * scale, floor), MAX_WAIT_S)
+        return scale if 0 < scale < math.inf else None
+
+    def modelled_options(self, settings: dict[str, str]) -> dict[str, float]:
+        """[run.modelled_s] in wall seconds at the time scale these settings give. A deadline
+        is never tighter than its default: a slow host's pauses are wall time."""
+        scale = self.time_scale(settings)
+        if scale is None:
+            return {}
+        chosen = {}
+        for name, modelled_s in self.modelled_s.items():
+            floor = RunSpec.model_fields[name].default if name in DEADLINES else 0.0
+            chosen[name] = min(max(modelled_s * scale, floor), MAX_WAIT_S)
+        return chosen
 
     def scaled_settings(self, in_flight: int) -> dict[str, str]:
         """Each scaled setting's value for this many sessions in flight, where a step applies."""
@@ -109,14 +126,14 @@ def fill_from_profile(
     spec: RunSpec, run: RunDefaults, oracle: Oracle, declared: dict[str, str] | None = None
 ) -> RunSpec:
     """The spec with what the user left unsaid filled from the profile: the `[run]` options,
-    the scaled settings (a `--set` wins), the stall detector at the engine's time scale
-    (`declared`: the profile's [settings]), then the oracle and the history it implies."""
+    the scaled settings (a `--set` wins), the options given in the engine's modelled seconds
+    at its time scale (`declared`: the profile's [settings]), then the oracle and the history
+    it implies."""
     options = {k: v for k, v in run.options().items() if k not in spec.model_fields_set}
     scaled = run.scaled_settings(spec.effective_concurrency())
     settings = {k: v for k, v in scaled.items() if k not in spec.settings} | spec.settings
-    stall_after_s = run.scaled_stall_after_s((declared or {}) | settings)
-    if stall_after_s is not None and "stall_after_s" not in spec.model_fields_set:
-        options["stall_after_s"] = stall_after_s
+    modelled = run.modelled_options((declared or {}) | settings)
+    options |= {k: v for k, v in modelled.items() if k not in spec.model_fields_set}
     if options or settings != spec.settings:
         spec = spec.model_copy(update=options | {"settings": settings})
     return spec.with_oracle_default(oracle)

@@ -131,13 +131,11 @@ def test_help_points_at_profile_show_for_a_profiles_own_knobs(command: list[str]
     assert "(story default fp8; a profile may differ)" in text
 
 
-def test_the_embedded_engine_shows_its_stall_detector_in_modelled_seconds() -> None:
+def test_the_embedded_engine_shows_its_run_options_in_modelled_seconds() -> None:
     doc = json.loads(show("--json").stdout)
-    assert doc["stall_after_modelled"] == {
-        "modelled_s": 120.0,
-        "time_scale_setting": "time_scale",
-        "wall_s": 30.0,  # at the profile's time_scale of 0.25
-    }
+    assert doc["time_scale_setting"] == "time_scale"
+    assert doc["modelled_s"]["stall_after_s"] == {"modelled_s": 120.0, "wall_s": 30.0}
+    assert doc["modelled_s"]["ramp_up_s"] == {"modelled_s": 8.0, "wall_s": 2.0}
     assert "stall_after_s = 120 modelled s x time_scale (30 s at its default)" in show().stdout
     vllm = json.loads(show("--backend", "vllm", "--json").stdout)
-    assert vllm["stall_after_modelled"] is None and vllm["run"]["stall_after_s"] == 300.0
+    assert vllm["modelled_s"] == {} and vllm["run"]["stall_after_s"] == 300.0

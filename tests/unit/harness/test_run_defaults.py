@@ -77,9 +77,11 @@ def test_the_profile_oracle_default_brings_scripted_history(tmp_path: Path) -> N
         ("[run.settings_by_concurrency.kv]\n8 = \"2\"", r"scales 'kv', which \[settings\] does not declare"),
         ("[settings]\nkv = \"1\"\n[run.settings_by_concurrency.kv]\n08 = \"2\"", r"'08' is not a number of sessions"),
         ("[settings]\nkv = \"1\"\n[run.settings_by_concurrency.kv]\n8 = \"{port}\"", r"'run.settings_by_concurrency.kv.8' uses \{port\}; a setting may use only"),
-        ("[run]\nstall_after_modelled_s = 120", r"time_scale_setting and stall_after_modelled_s go together"),
-        ("[run]\ntime_scale_setting = \"ts\"\nstall_after_modelled_s = 120", r"time_scale_setting names 'ts', which \[settings\] does not declare"),
-        ("[settings]\nts = \"1\"\n[run]\ntime_scale_setting = \"ts\"\nstall_after_modelled_s = 120\nstall_after_s = 9", r"give stall_after_s or stall_after_modelled_s, not both"),
+        ("[run.modelled_s]\nstall_after_s = 120", r"time_scale_setting and \[run.modelled_s\] go together"),
+        ("[run]\ntime_scale_setting = \"ts\"\n[run.modelled_s]\nstall_after_s = 120", r"time_scale_setting names 'ts', which \[settings\] does not declare"),
+        ("[settings]\nts = \"1\"\n[run]\ntime_scale_setting = \"ts\"\nstall_after_s = 9\n[run.modelled_s]\nstall_after_s = 120", r"'stall_after_s' is in \[run\] and in \[run.modelled_s\]: give one"),
+        ("[settings]\nts = \"1\"\n[run]\ntime_scale_setting = \"ts\"\n[run.modelled_s]\nsessions = 120", r"at 'run.modelled_s.sessions': Input should be 'ramp_up_s', 'turn_timeout_s' or 'stall_after_s'"),
+        ("[settings]\nts = \"1\"\n[run]\ntime_scale_setting = \"ts\"\n[run.modelled_s]\nramp_up_s = -1", r"at 'run.modelled_s.ramp_up_s': Input should be greater than 0"),
     ],
 )  # fmt: skip
 def test_a_bad_run_table_is_one_sentence_naming_the_key(
@@ -89,17 +91,20 @@ def test_a_bad_run_table_is_one_sentence_naming_the_key(
         load_profile(write(tmp_path, MINIMAL + table))
 
 
-def test_an_engine_on_a_modelled_clock_gets_a_stall_detector_at_its_time_scale() -> None:
+def test_an_engine_on_a_modelled_clock_gets_its_pacing_and_deadlines_at_its_time_scale() -> None:
     """The embedded engine's stuck hand-over lasts 60 modelled s; at time_scale 1.0 that is a
-    minute of wall time, which the default 30 s detector would call a wedge."""
+    minute of wall time, which a fixed 30 s detector would call a wedge. Its ramp-up and turn
+    deadline scale alike, so a run at any scale paces and judges the engine the same."""
 
-    def stall_after_s(**fields: object) -> float:
-        return resolve(RunSpec.build(**fields)).spec.stall_after_s
+    def timing(**fields: object) -> tuple[float, float, float]:
+        spec = resolve(RunSpec.build(**fields)).spec
+        return spec.ramp_up_s, spec.turn_timeout_s, spec.stall_after_s
 
-    assert stall_after_s() == 30.0  # 120 modelled s at the profile's 0.25
-    assert stall_after_s(settings={"time_scale": "1.0"}) == 120.0
-    assert stall_after_s(settings={"time_scale": "0.1"}) == 30.0  # never under the default
-    assert stall_after_s(settings={"time_scale": "1.0"}, stall_after_s=5.0) == 5.0  # given: wins
+    assert timing() == (2.0, 180.0, 30.0)  # the profile's time_scale of 0.25
+    assert timing(settings={"time_scale": "1.0"}) == (8.0, 720.0, 120.0)
+    assert timing(settings={"time_scale": "0.1"}) == (0.8, 180.0, 30.0)  # deadlines: a floor
+    given = timing(settings={"time_scale": "1.0"}, stall_after_s=5.0, ramp_up_s=0.0)
+    assert given == (0.0, 720.0, 5.0)  # given options win
 
 
 def test_dry_run_of_the_vllm_backend_shows_the_scaled_kv_cache() -> None:
