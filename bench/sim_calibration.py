@@ -5,6 +5,13 @@ summary.json and turns.parquet. The machine is shared, so the 1-minute load aver
 printed beside each run. Prints the markdown tables for docs/sim.md and bench/RESULTS.md.
 
     python bench/sim_calibration.py [--only NAME ...] [--out DIR] [--single-session-runs N]
+                                    [--repeat N]
+
+`--repeat N` runs each row N times, the first as written and the others with `--seed 1` ...
+`--seed N-1`, and ends with a pooled table: the runs' counts, their pooled rate with its
+Wilson interval, and how much more the runs spread than a binomial count would (phi, as
+repro/bisect/dispersion.py measures waves) with the interval widened by it. One run of 80
+sessions is not a measurement of a rate that spreads 15-26 of 80 from run to run.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
+from repro.results.stats import wilson
 
 RUNS: dict[str, list[str]] = {
     "pd-bf16-80k": ["--sessions", "80", "--index-k", "bf16"],
@@ -129,6 +138,37 @@ def _rate(r: dict, what: str) -> str:
     return f"{k}/{n} = {k / max(n, 1):.1%} [{low:.1%}, {high:.1%}]"
 
 
+def pooled(repeats: dict[str, list[dict]]) -> list[str]:
+    """Each row's runs pooled: the session rate, and how much the runs spread around it."""
+    lines = ["| row | sessions corrupted, run by run | pooled [95% CI] | phi | interval widened by phi |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for name, results in repeats.items():
+        counts = [(r["sessions_corrupted"], r["sessions"]) for r in results if "sessions" in r]
+        k, n = sum(c for c, _ in counts), sum(m for _, m in counts)
+        phi = spread(counts)
+        wide = wilson(round(k / phi), round(n / phi))
+        each = ", ".join(f"{c}/{m}" for c, m in counts) + (
+            f" ({len(results) - len(counts)} without a summary)"
+            if len(counts) < len(results)
+            else ""
+        )
+        lines.append(
+            f"| {name} | {each} | {wilson(k, n)} | {phi:.2f} | [{wide.low:.1%}, {wide.high:.1%}] |"
+        )
+    return lines
+
+
+def spread(counts: list[tuple[int, int]]) -> float:
+    """Pearson's chi-square of the runs around their pooled rate over its degrees of freedom
+    (the quasi-binomial phi); 1 when there is nothing to measure it from."""
+    k, n = sum(c for c, _ in counts), sum(m for _, m in counts)
+    if len(counts) < 2 or k in (0, n):
+        return 1.0
+    rate = k / n
+    chi_square = sum((c - m * rate) ** 2 / (m * rate * (1 - rate)) for c, m in counts)
+    return max(1.0, chi_square / (len(counts) - 1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", default=None, help="row names, 'sweep', 'one-session'")
@@ -136,16 +176,28 @@ def main() -> None:
         "--out", type=Path, default=Path("/tmp/repro-sim-calibration") / time.strftime("%H%M%S")
     )
     parser.add_argument("--single-session-runs", type=int, default=SINGLE_SESSION_RUNS)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each row (seeds 0..N-1)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     args.out.mkdir(parents=True, exist_ok=True)
     wanted = lambda name: args.only is None or name in args.only  # noqa: E731
     print("| command | sessions corrupted | turns corrupted | corrupted turns at ≥ 20k; by prompt bin | "
           "defects | failed turns | stalls | TTFT p90 | max prompt | wall | load | pace |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    repeats: dict[str, list[dict]] = {}
     for name, run_args in RUNS.items():
-        if wanted(name):
-            result = run(name, run_args, args.out)
-            (args.out / f"{name}.json").write_text(json.dumps(result, default=str))
+        if not wanted(name):
+            continue
+        for seed in range(args.repeat):
+            label, seeded = (
+                (name, run_args)
+                if seed == 0
+                else (f"{name}-s{seed}", [*run_args, "--seed", str(seed)])
+            )
+            result = run(label, seeded, args.out)
+            (args.out / f"{label}.json").write_text(json.dumps(result, default=str))
+            repeats.setdefault(name, []).append(result)
             print(row(result), flush=True)
     if wanted("one-session"):
         corrupted, load = 0, load_1m()
@@ -158,6 +210,9 @@ def main() -> None:
             corrupted += r.get("sessions_corrupted", 0)
         print(f"| `repro run --sessions 1 --index-k bf16 --seed S` for S in 0..{args.single_session_runs - 1} | "
               f"{corrupted}/{args.single_session_runs} | | | | | | | | | {max(load, load_1m()):.1f} | |")  # fmt: skip
+    if args.repeat > 1 and repeats:
+        print()
+        print("\n".join(pooled(repeats)), flush=True)
     if wanted("sweep"):
         print()
         print("\n".join(sweep(args.out)), flush=True)
