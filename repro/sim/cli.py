@@ -137,6 +137,12 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="test switch: batched decode flips near-tied tokens (not batch-invariant)",
     )
+    p.add_argument(
+        "--overlap-prefill-loads",
+        action="store_true",
+        help="model switch: a prefill batch queued behind another starts its HiCache "
+        "load-backs under that forward, as SGLang 0.5.10's overlap loop does (docs/sim.md)",
+    )
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--enable-custom-kernels", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
@@ -215,6 +221,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         abort_fix=args.abort_fix,
         drift_fix=args.drift_fix,
         near_tie_flip=args.near_tie_flip,
+        overlap_prefill_loads=args.overlap_prefill_loads,
         cuda_graph=not args.disable_cuda_graph,
         custom_kernels=args.enable_custom_kernels,
         topk_v2=_env_flag("SGLANG_OPT_USE_TOPK_V2", True),

@@ -45,6 +45,7 @@ class EngineConfig:
     abort_fix: bool = False
     drift_fix: bool = False
     near_tie_flip: bool = False
+    overlap_prefill_loads: bool = False
     cuda_graph: bool = True
     custom_kernels: bool = False
     topk_v2: bool = True

@@ -83,6 +83,8 @@ class Scheduler:
         self._running: list[Generation] = []
         self._wake = asyncio.Event()
         self.clock = ModelledClock(config.time_scale)
+        # The last prefill forward: (start, end, when its load-backs had all landed), modelled s.
+        self._last_prefill: tuple[float, float, float] | None = None
 
     @property
     def num_running(self) -> int:
@@ -183,12 +185,16 @@ class Scheduler:
         self._handover_ends_s = [end for end in self._handover_ends_s if end > start_s]
         handovers = len(self._handover_ends_s)
         # A server with requests decoding admits a batch while their decode step is on the
-        # GPU, so its load-backs start a step early; a PD prefill server has no such step.
+        # GPU, so its load-backs start a step early. By default a batch behind another prefill
+        # forward gets no such start: that asymmetry is what makes PD the amplifier here
+        # (docs/sim.md, "The head start").
         head_start_s = (
             self._cost.decode_step_s(len(self._running), self._running_context_tokens())
             if self._running
             else 0.0
         )
+        if self._config.overlap_prefill_loads:
+            head_start_s = max(head_start_s, self._overlap_head_start_s(batch, start_s))
         loaded_bytes = 0
         load_done_s = []
         for gen in batch:
@@ -207,11 +213,28 @@ class Scheduler:
             tuple(batch), start_s, compute_s, head_start_s, tuple(load_done_s), handovers
         )
 
+    def _overlap_head_start_s(self, batch: list[Generation], start_s: float) -> float:
+        """SGLang 0.5.10's overlap loop forms the next batch as it launches this one, and its
+        load-backs start then (their start event is recorded on the scheduler's stream, not
+        behind the forward), after the loads already queued on the one load stream. So a
+        batch whose requests waited through the previous prefill forward, run back to back
+        with it, had that forward (less its loads' overrun) as a head start. A request that
+        came during that forward gets none here; the real loop would hold it one forward
+        longer and then give it one, so this errs towards exposure."""
+        last = self._last_prefill
+        if last is None or last[1] != start_s or batch[0].arrived_at_s > last[0]:
+            return 0.0
+        started_s, _, loads_landed_s = last
+        return start_s - max(started_s, loads_landed_s)
+
     async def _prefill_step(self, batch: list[Generation]) -> None:
         forward = self._plan_forward(batch, self.clock.now_s())
         if self._on_prefill is not None:
             self._on_prefill(forward)
+        loads_started_s = forward.start_s - forward.head_start_s
+        loads_landed_s = loads_started_s + max(forward.load_done_s, default=0.0)
         await self.clock.sleep(forward.duration_s)
+        self._last_prefill = (forward.start_s, self.clock.now_s(), loads_landed_s)
         for gen in batch:
             if gen.finished:
                 continue

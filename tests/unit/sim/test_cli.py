@@ -13,7 +13,8 @@ def test_flags_map_to_the_engine_config(monkeypatch: pytest.MonkeyPatch) -> None
         ["serve", "--disaggregation-mode", "prefill", "--port", "1234", "--disaggregation-bootstrap-port", "999",
          "--disaggregation-transfer-backend", "nixl", "--enable-hierarchical-cache", "--index-k-dtype", "bf16",
          "--index-k-gate", "fixed", "--abort-fix", "--drift-fix", "--disable-cuda-graph", "--enable-custom-kernels",
-         "--tool-call-parser", "deepseekv32", "--reasoning-parser", "deepseek-v3", "--served-model-name", "m"]
+         "--tool-call-parser", "deepseekv32", "--reasoning-parser", "deepseek-v3", "--served-model-name", "m",
+         "--overlap-prefill-loads"]
     )  # fmt: skip
     config = engine_config(args)
     assert (config.role, config.port, config.bootstrap_port, config.transfer_backend) == (
@@ -25,6 +26,8 @@ def test_flags_map_to_the_engine_config(monkeypatch: pytest.MonkeyPatch) -> None
     assert config.hicache and config.index_k_dtype == "bf16" and config.index_k_gate == "fixed"
     assert config.abort_fix and config.drift_fix and not config.cuda_graph and config.custom_kernels
     assert not config.topk_v2 and config.served_model_name == "m"
+    assert config.overlap_prefill_loads
+    assert not engine_config(build_parser().parse_args(["serve"])).overlap_prefill_loads
 
 
 @pytest.mark.parametrize(

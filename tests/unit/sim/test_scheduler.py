@@ -171,3 +171,54 @@ async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_earl
     assert seen[1].head_start_s == pytest.approx(
         CostModel().decode_step_s(1, decoding.context_tokens), rel=0.2
     )
+
+
+async def _prefill_forwards(overlap: bool, late_second: bool) -> list[PrefillForward]:
+    """Two PD prefill requests too big to share a batch; the second waits from the start, or
+    arrives while the first's forward runs."""
+    seen: list[PrefillForward] = []
+    config = EngineConfig(
+        time_scale=0.001, role="prefill", hicache=True, overlap_prefill_loads=overlap
+    )
+    first = Generation("first", prompt_of(("a", 8000)), [])
+    second = Generation("second", prompt_of(("b", 1000)), [])
+
+    def on_prefill(forward: PrefillForward) -> None:
+        seen.append(forward)
+        if late_second and len(seen) == 1:
+            # Runs once the forward's sleep has begun: the clock is already at its end.
+            asyncio.get_running_loop().call_soon(scheduler.add_prefill, second)
+
+    scheduler = Scheduler(
+        config, CostModel(), PrefixCache(100_000, True), EngineMetrics(), on_prefill=on_prefill
+    )
+    scheduler.add_prefill(first)
+    if not late_second:
+        scheduler.add_prefill(second)
+    task = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(second.prefilled.wait(), DEADLINE_S)
+    finally:
+        task.cancel()
+    return seen
+
+
+async def test_with_overlapped_prefill_loads_a_queued_batch_starts_its_loads_under_the_last_forward() -> (
+    None
+):
+    first, second = await _prefill_forwards(overlap=True, late_second=False)
+    assert [g.rid for g in first.batch] == ["first"] and [g.rid for g in second.batch] == ["second"]
+    assert first.head_start_s == 0.0  # nothing ran before it
+    assert second.start_s == pytest.approx(first.start_s + first.duration_s)
+    assert second.head_start_s == pytest.approx(first.duration_s)
+
+
+async def test_without_the_switch_a_pd_prefill_batch_has_no_head_start() -> None:
+    forwards = await _prefill_forwards(overlap=False, late_second=False)
+    assert [f.head_start_s for f in forwards] == [0.0, 0.0]
+
+
+async def test_a_request_that_came_during_the_last_forward_gets_no_head_start() -> None:
+    first, second = await _prefill_forwards(overlap=True, late_second=True)
+    assert second.batch[0].arrived_at_s > first.start_s
+    assert second.head_start_s == 0.0
