@@ -143,6 +143,12 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="model switch: a prefill batch queued behind another starts its HiCache "
         "load-backs under that forward, as SGLang 0.5.10's overlap loop does (docs/sim.md)",
     )
+    p.add_argument(
+        "--disable-overlap-schedule",
+        action="store_true",
+        help="no batch is formed under a running forward, so no load-back starts before its "
+        "own forward (SGLang's flag; 0.5.10 also turns the overlap loop off with EAGLE/MTP)",
+    )
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--enable-custom-kernels", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
@@ -222,6 +228,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         drift_fix=args.drift_fix,
         near_tie_flip=args.near_tie_flip,
         overlap_prefill_loads=args.overlap_prefill_loads,
+        overlap_schedule=not args.disable_overlap_schedule,
         cuda_graph=not args.disable_cuda_graph,
         custom_kernels=args.enable_custom_kernels,
         topk_v2=_env_flag("SGLANG_OPT_USE_TOPK_V2", True),

@@ -46,6 +46,7 @@ class EngineConfig:
     drift_fix: bool = False
     near_tie_flip: bool = False
     overlap_prefill_loads: bool = False
+    overlap_schedule: bool = True
     cuda_graph: bool = True
     custom_kernels: bool = False
     topk_v2: bool = True

@@ -190,10 +190,10 @@ class Scheduler:
         # (docs/sim.md, "The head start").
         head_start_s = (
             self._cost.decode_step_s(len(self._running), self._running_context_tokens())
-            if self._running
+            if self._running and self._config.overlap_schedule
             else 0.0
         )
-        if self._config.overlap_prefill_loads:
+        if self._config.overlap_prefill_loads and self._config.overlap_schedule:
             head_start_s = max(head_start_s, self._overlap_head_start_s(batch, start_s))
         loaded_bytes = 0
         load_done_s = []

@@ -152,9 +152,14 @@ async def test_load_backs_in_a_batch_share_the_link_one_after_another() -> None:
     assert cost.host_load_s(10**9, handovers=3) > cost.host_load_s(10**9)
 
 
-async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_early() -> None:
+@pytest.mark.parametrize("overlap_schedule", [True, False])
+async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_early(
+    overlap_schedule: bool,
+) -> None:
     seen: list[PrefillForward] = []
-    config = EngineConfig(time_scale=0.001, stream_interval_tokens=4)
+    config = EngineConfig(
+        time_scale=0.001, stream_interval_tokens=4, overlap_schedule=overlap_schedule
+    )
     cache = PrefixCache(100_000, True)
     scheduler = Scheduler(config, CostModel(), cache, EngineMetrics(), on_prefill=seen.append)
     task = asyncio.create_task(scheduler.run())
@@ -168,17 +173,26 @@ async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_earl
     finally:
         task.cancel()
     assert seen[0].head_start_s == 0.0
+    if not overlap_schedule:  # --disable-overlap-schedule: the batch waits for the step
+        assert seen[1].head_start_s == 0.0
+        return
     assert seen[1].head_start_s == pytest.approx(
         CostModel().decode_step_s(1, decoding.context_tokens), rel=0.2
     )
 
 
-async def _prefill_forwards(overlap: bool, late_second: bool) -> list[PrefillForward]:
+async def _prefill_forwards(
+    overlap: bool, late_second: bool, overlap_schedule: bool = True
+) -> list[PrefillForward]:
     """Two PD prefill requests too big to share a batch; the second waits from the start, or
     arrives while the first's forward runs."""
     seen: list[PrefillForward] = []
     config = EngineConfig(
-        time_scale=0.001, role="prefill", hicache=True, overlap_prefill_loads=overlap
+        time_scale=0.001,
+        role="prefill",
+        hicache=True,
+        overlap_prefill_loads=overlap,
+        overlap_schedule=overlap_schedule,
     )
     first = Generation("first", prompt_of(("a", 8000)), [])
     second = Generation("second", prompt_of(("b", 1000)), [])
@@ -213,8 +227,11 @@ async def test_with_overlapped_prefill_loads_a_queued_batch_starts_its_loads_und
     assert second.head_start_s == pytest.approx(first.duration_s)
 
 
-async def test_without_the_switch_a_pd_prefill_batch_has_no_head_start() -> None:
-    forwards = await _prefill_forwards(overlap=False, late_second=False)
+@pytest.mark.parametrize(("overlap", "overlap_schedule"), [(False, True), (True, False)])
+async def test_without_the_switch_or_the_overlap_loop_a_pd_prefill_batch_has_no_head_start(
+    overlap: bool, overlap_schedule: bool
+) -> None:
+    forwards = await _prefill_forwards(overlap, False, overlap_schedule)
     assert [f.head_start_s for f in forwards] == [0.0, 0.0]
 
 
