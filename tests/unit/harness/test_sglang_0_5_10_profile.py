@@ -68,13 +68,14 @@ def test_every_combination_uses_only_flags_0_5_10_registers(
 ) -> None:
     flag_sets = engine_flags_of_every_combination(old)
     # 2 topologies x hicache 2 x cuda_graph 2 x max_bs 3 x dsa_backend 3 x transfer 2 x
-    # batch_invariant 2 x tool_parser 2 x router_resilience 2 combinations; 1 engine role in
-    # single, 2 in pd.
-    assert len(flag_sets) == 576 * 3
+    # batch_invariant 2 x overlap_schedule 2 x tool_parser 2 x router_resilience 2
+    # combinations; 1 engine role in single, 2 in pd.
+    assert len(flag_sets) == 1152 * 3
     unknown = set().union(*flag_sets) - known_flags
     assert unknown == set()
     used = set().union(*flag_sets)
     assert used >= OLD_NAMES and not (used & NEW_NAMES)
+    assert "--disable-overlap-schedule" in used  # overlap_schedule=off
 
 
 @pytest.mark.parametrize(
