@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import anyio
-
 from repro.harness.client import RunClock
 from repro.harness.gap_stats import GapStats, percentiles_of
 
@@ -116,9 +114,12 @@ class LoopProbe:
         loop = asyncio.get_running_loop()
         self._new_window(self.clock.now())
         self._last_s = self.clock.now()
+        # A window that cannot be written (a full disk) fails the probe's task, like any
+        # other write of the run, rather than a traceback from the loop's callback handler.
+        self._failed: asyncio.Future[None] = loop.create_future()
         self._timer = loop.call_later(self.every_s, self._tick, loop)
         try:
-            await anyio.sleep_forever()
+            await self._failed
         finally:
             self._timer.cancel()
 
@@ -129,7 +130,11 @@ class LoopProbe:
         self.lags.add(lag_s)
         self._window.add(lag_s)
         if now - self._window_started_s >= self.window_s:
-            self.end_window()
+            try:
+                self.end_window()
+            except Exception as exc:  # the run's error path words it (StoreError)
+                self._failed.set_exception(exc)
+                return
         self._timer = loop.call_later(self.every_s, self._tick, loop)
 
     def end_window(self) -> None:

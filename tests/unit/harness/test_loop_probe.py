@@ -7,6 +7,7 @@ import time
 import anyio
 import pytest
 
+from repro.errors import StoreError
 from repro.harness.client import RunClock
 from repro.harness.loop_probe import LoopProbe, pooled
 
@@ -38,6 +39,16 @@ async def test_a_blocked_loop_shows_as_lag_and_cpu() -> None:
     # The spinning is the process's CPU (how much a loaded machine grants it varies).
     assert 0.9 * cpu_s <= figures.cpu_s <= cpu_s and figures.cpu_s > 0.05
     assert windows and max(w["lag_max_ms"] for w in windows) >= 100
+
+
+async def test_a_window_that_cannot_be_written_fails_the_probe_task() -> None:
+    def full_disk(_window: dict) -> None:
+        raise StoreError("Cannot write client_load.jsonl: No space left on device")
+
+    probe = LoopProbe(RunClock(), every_s=0.01, window_s=0.05, on_window=full_disk)
+    with pytest.raises(StoreError, match="No space left"):
+        with anyio.fail_after(5):
+            await probe.run()
 
 
 async def test_figures_of_several_workers_pool_their_lags() -> None:
