@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from repro.bisect.dispersion import pearson
 from repro.results.stats import wilson
 
 RUNS: dict[str, list[str]] = {
@@ -159,14 +160,10 @@ def pooled(repeats: dict[str, list[dict]]) -> list[str]:
 
 
 def spread(counts: list[tuple[int, int]]) -> float:
-    """Pearson's chi-square of the runs around their pooled rate over its degrees of freedom
-    (the quasi-binomial phi); 1 when there is nothing to measure it from."""
-    k, n = sum(c for c, _ in counts), sum(m for _, m in counts)
-    if len(counts) < 2 or k in (0, n):
-        return 1.0
-    rate = k / n
-    chi_square = sum((c - m * rate) ** 2 / (m * rate * (1 - rate)) for c, m in counts)
-    return max(1.0, chi_square / (len(counts) - 1))
+    """phi: Pearson's chi-square of the runs around their pooled rate over its degrees of
+    freedom, as repro/bisect/dispersion.py measures waves; 1 when there is nothing to see."""
+    chi_square, freedom = pearson(counts)
+    return max(1.0, chi_square / freedom) if freedom else 1.0
 
 
 def main() -> None:

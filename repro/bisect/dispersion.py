@@ -27,11 +27,19 @@ def dispersion(trials: Iterable[Evidence]) -> float:
             (w.outcomes.count(CORRUPTED), w.sessions - w.outcomes.count(ERRORED))
             for w in trial.waves
         ]
-        waves = [(k, n) for k, n in waves if n]
-        corrupted, sessions = sum(k for k, _ in waves), sum(n for _, n in waves)
-        if len(waves) < 2 or corrupted in (0, sessions):
-            continue  # one wave, or a rate of 0 or 1: no spread to see
-        rate = corrupted / sessions
-        chi_square += sum((k - n * rate) ** 2 / (n * rate * (1 - rate)) for k, n in waves)
-        freedom += len(waves) - 1
+        trial_chi_square, trial_freedom = pearson(waves)
+        chi_square += trial_chi_square
+        freedom += trial_freedom
     return max(1.0, chi_square / freedom) if freedom else 1.0
+
+
+def pearson(groups: Iterable[tuple[int, int]]) -> tuple[float, int]:
+    """Pearson's chi-square of (corrupted, sessions) groups around their pooled rate, and its
+    degrees of freedom; (0, 0) for one group, or a rate of 0 or 1: no spread to see."""
+    groups = [(k, n) for k, n in groups if n]
+    corrupted, sessions = sum(k for k, _ in groups), sum(n for _, n in groups)
+    if len(groups) < 2 or corrupted in (0, sessions):
+        return 0.0, 0
+    rate = corrupted / sessions
+    chi_square = sum((k - n * rate) ** 2 / (n * rate * (1 - rate)) for k, n in groups)
+    return chi_square, len(groups) - 1
