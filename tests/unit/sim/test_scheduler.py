@@ -239,3 +239,41 @@ async def test_a_request_that_came_during_the_last_forward_gets_no_head_start() 
     first, second = await _prefill_forwards(overlap=True, late_second=True)
     assert second.batch[0].arrived_at_s > first.start_s
     assert second.head_start_s == 0.0
+
+
+async def test_a_batch_behind_a_load_bound_forward_gets_only_what_is_left_after_its_loads() -> None:
+    """The loads share one load stream: a batch formed under a forward whose own loads ran
+    until near its end starts its loads only when those have landed, so its head start is
+    the forward's tail, not the whole forward."""
+    seen: list[PrefillForward] = []
+    slow_link = 0.01  # GB/s: a 1,000-token load-back takes seconds, far past the compute
+    config = EngineConfig(
+        time_scale=0.001,
+        role="prefill",
+        hicache=True,
+        overlap_prefill_loads=True,
+        host_link_gbytes_per_s=slow_link,
+    )
+    cache = PrefixCache(20_000, True)
+    cache.release(prompt_of(("s", 10), ("a", 1000)), Reservation((), 0))
+    for name in ("c", "d"):  # a ends up on the host tier once c and d take the pool
+        cache.release(prompt_of((name, 9_500)), Reservation((), 0))
+    first = Generation("first", prompt_of(("s", 10), ("a", 1000), ("a2", 50)), [])
+    second = Generation("second", prompt_of(("b", 8_180)), [])  # too big to share its batch
+    scheduler = Scheduler(
+        config, CostModel.for_config(config), cache, EngineMetrics(), on_prefill=seen.append
+    )
+    scheduler.add_prefill(first)
+    scheduler.add_prefill(second)
+    task = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(second.prefilled.wait(), DEADLINE_S)
+    finally:
+        task.cancel()
+    loaded, behind = seen
+    assert loaded.batch[0].match.host_tokens == 1000 and loaded.load_done_s[0] > loaded.compute_s
+    loads_landed_s = loaded.start_s + loaded.load_done_s[0]  # no head start of its own
+    assert behind.start_s == pytest.approx(loaded.start_s + loaded.duration_s)
+    assert behind.head_start_s == pytest.approx(behind.start_s - loads_landed_s)
+    assert behind.head_start_s == pytest.approx(0.010)  # PREFILL_TAIL_S
+    assert behind.head_start_s < loaded.duration_s / 100
