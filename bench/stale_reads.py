@@ -6,14 +6,24 @@ Each RUN_DIR is a `repro run ... --set log_level=debug` folder; its logs/single.
 logs/prefill.log has a line per load-back. For the stale ones this prints the batch sizes,
 the hand-overs on the link, the head start, the slack and the nominal load, and how late the
 copy had to run to be read stale: slack over load, less one, in units of its nominal time.
+It also counts how many would still be stale had the PD hand-overs left the host link to the
+load-backs (the model's link sharing, timing.py's `host_load_s`): each copy then runs at the
+whole link, and its read is stale only if it still lands after the slack. That is a first-order
+count (the same batches and slack, the copy alone faster), since the hand-overs leave the
+prefill GPU while the load-backs come in, and on a full-duplex link (PCIe, NVLink-C2C) the
+two need not meet.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import sys
 from pathlib import Path
+
+from repro.sim.config import DEFAULT_HOST_LINK_GBYTES_PER_S
+from repro.sim.timing import CostModel
 
 _FIELD = re.compile(r"(\w+)=(\S+)")
 ROLES = ("single", "prefill")  # the roles that load back and race
@@ -35,9 +45,26 @@ def lateness_needed(row: dict[str, str]) -> float:
     return float(row["slack_s"]) / float(row["load_s"]) - 1.0
 
 
-def describe(rows: list[dict[str, str]]) -> str:
+def stale_with_the_whole_link(row: dict[str, str], cost: CostModel) -> bool:
+    """Would the read still be stale had the hand-overs on the link left it to the copy?"""
+    faster = cost.host_load_s(1, 0) / cost.host_load_s(1, int(row["handovers"]))
+    return float(row["ratio"]) * faster > 1.0
+
+
+def host_link_gbytes_per_s(run_dir: Path, role: str) -> float:
+    """The role's `--host-link-gbytes-per-s` as the run launched it (spec.json), else the default."""
+    try:
+        roles = json.loads((run_dir / "spec.json").read_text())["roles"]
+        argv = next(r["argv"] for r in roles if r["name"] == role)
+        return float(argv[argv.index("--host-link-gbytes-per-s") + 1])
+    except (OSError, ValueError, KeyError, StopIteration):
+        return DEFAULT_HOST_LINK_GBYTES_PER_S
+
+
+def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
     if not rows:
         return "no stale read"
+    cost = cost or CostModel()
 
     def span(key: str) -> str:
         values = [float(r[key]) * 1000 for r in rows if key in r]
@@ -50,7 +77,8 @@ def describe(rows: list[dict[str, str]]) -> str:
         f"{len(rows)} stale reads; batches {batches}; hand-overs on the link {handovers}; "
         f"head start {span('head_start_s')}; slack {span('slack_s')}; nominal load "
         f"{span('load_s')}; lateness needed: median {statistics.median(needed):.2f}, "
-        f"least {min(needed):.2f}"
+        f"least {min(needed):.2f}; {sum(stale_with_the_whole_link(r, cost) for r in rows)} "
+        "still stale with the hand-overs off the host link"
     )
 
 
@@ -63,7 +91,9 @@ def main() -> None:
         if not found:
             sys.exit(f"{run_dir} has no logs/single.log or logs/prefill.log: is it a run folder?")
         for log in found:
-            print(f"{log}: {describe(stale_reads(log.read_text(errors='replace')))}")
+            link = host_link_gbytes_per_s(run_dir, log.stem) * 1e9
+            rows = stale_reads(log.read_text(errors="replace"))
+            print(f"{log}: {describe(rows, CostModel(host_load_bytes_per_s=link))}")
 
 
 if __name__ == "__main__":

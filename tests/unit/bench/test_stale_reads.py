@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,7 +10,15 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
-from stale_reads import describe, lateness_needed, stale_reads  # noqa: E402
+from stale_reads import (  # noqa: E402
+    describe,
+    host_link_gbytes_per_s,
+    lateness_needed,
+    stale_reads,
+    stale_with_the_whole_link,
+)
+
+from repro.sim.timing import CostModel  # noqa: E402
 
 LOG = """\
 2026-12-03 15:00:01,000 DEBUG repro.sim: load-back rid=a host_tokens=70000 prompt_tokens=71000 \
@@ -33,4 +42,23 @@ def test_the_summary_gives_the_spans_and_the_lateness_needed() -> None:
     assert text.startswith("2 stale reads; batches [1, 2]; hand-overs on the link [0]")
     assert "slack 35–40 ms" in text and "nominal load 10–20 ms" in text
     assert "median 1.75, least 1.00" in text
+    assert text.endswith("2 still stale with the hand-overs off the host link")
     assert describe([]) == "no stale read"
+
+
+def test_a_read_made_stale_by_the_hand_overs_on_the_link_is_told_apart() -> None:
+    cost = CostModel(host_load_bytes_per_s=450e9, transfer_bytes_per_s=50e9)
+    row = {"handovers": "3", "ratio": "1.2"}  # the copy got 300 of 450 GB/s: 1.5x slower
+    assert not stale_with_the_whole_link(row, cost)  # 1.2 / 1.5 = 0.8: it would have landed
+    assert stale_with_the_whole_link({"handovers": "3", "ratio": "1.6"}, cost)
+    assert stale_with_the_whole_link({"handovers": "0", "ratio": "1.01"}, cost)
+    # Eight hand-overs leave a fair share, a ninth of the link.
+    assert not stale_with_the_whole_link({"handovers": "8", "ratio": "8.9"}, cost)
+
+
+def test_the_host_link_is_read_from_the_run_and_defaults_without_it(tmp_path: Path) -> None:
+    argv = ["python", "-m", "repro.sim", "serve", "--host-link-gbytes-per-s", "55"]
+    (tmp_path / "spec.json").write_text(json.dumps({"roles": [{"name": "prefill", "argv": argv}]}))
+    assert host_link_gbytes_per_s(tmp_path, "prefill") == 55.0
+    assert host_link_gbytes_per_s(tmp_path, "single") == 450.0
+    assert host_link_gbytes_per_s(tmp_path / "nowhere", "prefill") == 450.0
