@@ -181,21 +181,22 @@ async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_earl
     )
 
 
-async def _prefill_forwards(
-    overlap: bool, late_second: bool, overlap_schedule: bool = True
+def _prefill_config(**overrides: object) -> EngineConfig:
+    """A PD prefill with HiCache and the overlap loop's head start for prefill batches."""
+    settings: dict = {"time_scale": 0.001, "role": "prefill", "hicache": True}
+    return EngineConfig(**{"overlap_prefill_loads": True, **settings, **overrides})
+
+
+async def _two_prefills(
+    config: EngineConfig,
+    first: Generation,
+    second: Generation,
+    cache: PrefixCache | None = None,
+    late_second: bool = False,
 ) -> list[PrefillForward]:
-    """Two PD prefill requests too big to share a batch; the second waits from the start, or
-    arrives while the first's forward runs."""
+    """Run `first` and `second` (too big to share a batch) through a prefill scheduler; the
+    second waits from the start, or arrives while the first's forward runs."""
     seen: list[PrefillForward] = []
-    config = EngineConfig(
-        time_scale=0.001,
-        role="prefill",
-        hicache=True,
-        overlap_prefill_loads=overlap,
-        overlap_schedule=overlap_schedule,
-    )
-    first = Generation("first", prompt_of(("a", 8000)), [])
-    second = Generation("second", prompt_of(("b", 1000)), [])
 
     def on_prefill(forward: PrefillForward) -> None:
         seen.append(forward)
@@ -203,9 +204,9 @@ async def _prefill_forwards(
             # Runs once the forward's sleep has begun: the clock is already at its end.
             asyncio.get_running_loop().call_soon(scheduler.add_prefill, second)
 
-    scheduler = Scheduler(
-        config, CostModel(), PrefixCache(100_000, True), EngineMetrics(), on_prefill=on_prefill
-    )
+    cache = cache or PrefixCache(100_000, True)
+    cost = CostModel.for_config(config)
+    scheduler = Scheduler(config, cost, cache, EngineMetrics(), on_prefill=on_prefill)
     scheduler.add_prefill(first)
     if not late_second:
         scheduler.add_prefill(second)
@@ -215,6 +216,15 @@ async def _prefill_forwards(
     finally:
         task.cancel()
     return seen
+
+
+async def _prefill_forwards(
+    overlap: bool, late_second: bool, overlap_schedule: bool = True
+) -> list[PrefillForward]:
+    config = _prefill_config(overlap_prefill_loads=overlap, overlap_schedule=overlap_schedule)
+    first = Generation("first", prompt_of(("a", 8000)), [])
+    second = Generation("second", prompt_of(("b", 1000)), [])
+    return await _two_prefills(config, first, second, late_second=late_second)
 
 
 async def test_with_overlapped_prefill_loads_a_queued_batch_starts_its_loads_under_the_last_forward() -> (
@@ -245,32 +255,15 @@ async def test_a_batch_behind_a_load_bound_forward_gets_only_what_is_left_after_
     """The loads share one load stream: a batch formed under a forward whose own loads ran
     until near its end starts its loads only when those have landed, so its head start is
     the forward's tail, not the whole forward."""
-    seen: list[PrefillForward] = []
-    slow_link = 0.01  # GB/s: a 1,000-token load-back takes seconds, far past the compute
-    config = EngineConfig(
-        time_scale=0.001,
-        role="prefill",
-        hicache=True,
-        overlap_prefill_loads=True,
-        host_link_gbytes_per_s=slow_link,
-    )
+    # At 0.01 GB/s a 1,000-token load-back takes seconds, far past the compute.
+    config = _prefill_config(host_link_gbytes_per_s=0.01)
     cache = PrefixCache(20_000, True)
     cache.release(prompt_of(("s", 10), ("a", 1000)), Reservation((), 0))
     for name in ("c", "d"):  # a ends up on the host tier once c and d take the pool
         cache.release(prompt_of((name, 9_500)), Reservation((), 0))
     first = Generation("first", prompt_of(("s", 10), ("a", 1000), ("a2", 50)), [])
     second = Generation("second", prompt_of(("b", 8_180)), [])  # too big to share its batch
-    scheduler = Scheduler(
-        config, CostModel.for_config(config), cache, EngineMetrics(), on_prefill=seen.append
-    )
-    scheduler.add_prefill(first)
-    scheduler.add_prefill(second)
-    task = asyncio.create_task(scheduler.run())
-    try:
-        await asyncio.wait_for(second.prefilled.wait(), DEADLINE_S)
-    finally:
-        task.cancel()
-    loaded, behind = seen
+    loaded, behind = await _two_prefills(config, first, second, cache)
     assert loaded.batch[0].match.host_tokens == 1000 and loaded.load_done_s[0] > loaded.compute_s
     loads_landed_s = loaded.start_s + loaded.load_done_s[0]  # no head start of its own
     assert behind.start_s == pytest.approx(loaded.start_s + loaded.duration_s)
