@@ -78,7 +78,7 @@ class CostModel:
         the same link: each takes its NIC's rate, and the load-back gets what is left (never
         less than a fair share)."""
         link = self.host_load_bytes_per_s
-        left = link  # EXPERIMENT: the hand-overs go the other way on a full-duplex link
+        left = max(link - handovers * self.transfer_bytes_per_s, link / (1 + handovers))
         return nbytes / left
 
     def transfer_s(self, tokens: int) -> float:
