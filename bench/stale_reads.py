@@ -6,7 +6,8 @@ Each RUN_DIR is a `repro run ... --set log_level=debug` folder; its logs/single.
 logs/prefill.log has a line per load-back. For the stale ones this prints the batch sizes,
 the hand-overs on the link, the head start, the slack and the nominal load, and how late the
 copy had to run to be read stale: slack over load, less one, in units of its nominal time.
-It also counts how many would still be stale had the PD hand-overs left the host link to the
+It also counts the load-backs prefilled alone in their batch and how many of those read
+stale, and how many would still be stale had the PD hand-overs left the host link to the
 load-backs (the model's link sharing, timing.py's `host_load_s`): each copy then runs at the
 whole link, and its read is stale only if it still lands after the slack. That is a first-order
 count (the same batches and slack, the copy alone faster), since the hand-overs leave the
@@ -29,15 +30,30 @@ _FIELD = re.compile(r"(\w+)=(\S+)")
 ROLES = ("single", "prefill")  # the roles that load back and race
 
 
+def load_backs(log_text: str) -> list[dict[str, str]]:
+    """Every load-back line, as its key=value fields."""
+    return [
+        dict(_FIELD.findall(line.split("load-back ", 1)[1]))
+        for line in log_text.splitlines()
+        if "load-back rid=" in line
+    ]
+
+
+def is_stale(row: dict[str, str]) -> bool:
+    return row.get("stale") == "True"
+
+
 def stale_reads(log_text: str) -> list[dict[str, str]]:
     """The load-back lines whose read was stale, as their key=value fields."""
-    rows = []
-    for line in log_text.splitlines():
-        if "load-back rid=" in line:
-            fields = dict(_FIELD.findall(line.split("load-back ", 1)[1]))
-            if fields.get("stale") == "True":
-                rows.append(fields)
-    return rows
+    return [row for row in load_backs(log_text) if is_stale(row)]
+
+
+def alone_in_their_batch(rows: list[dict[str, str]]) -> str:
+    """Load-backs prefilled alone (a run's tail, few sessions left) and how many read stale:
+    little compute hides a long load poorly, so these cluster on the same sessions."""
+    alone = [row for row in rows if row.get("batch") == "1"]
+    stale = sum(map(is_stale, alone))
+    return f"{len(alone)} load-backs alone in their batch, {stale} of them stale"
 
 
 def lateness_needed(row: dict[str, str]) -> float:
@@ -92,8 +108,10 @@ def main() -> None:
             sys.exit(f"{run_dir} has no logs/single.log or logs/prefill.log: is it a run folder?")
         for log in found:
             link = host_link_gbytes_per_s(run_dir, log.stem) * 1e9
-            rows = stale_reads(log.read_text(errors="replace"))
-            print(f"{log}: {describe(rows, CostModel(host_load_bytes_per_s=link))}")
+            rows = load_backs(log.read_text(errors="replace"))
+            stale = [row for row in rows if is_stale(row)]
+            cost = CostModel(host_load_bytes_per_s=link)
+            print(f"{log}: {describe(stale, cost)}; {alone_in_their_batch(rows)}")
 
 
 if __name__ == "__main__":

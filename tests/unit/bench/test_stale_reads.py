@@ -11,9 +11,11 @@ import pytest
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
 from stale_reads import (  # noqa: E402
+    alone_in_their_batch,
     describe,
     host_link_gbytes_per_s,
     lateness_needed,
+    load_backs,
     stale_reads,
     stale_with_the_whole_link,
 )
@@ -62,3 +64,12 @@ def test_the_host_link_is_read_from_the_run_and_defaults_without_it(tmp_path: Pa
     assert host_link_gbytes_per_s(tmp_path, "prefill") == 55.0
     assert host_link_gbytes_per_s(tmp_path, "single") == 450.0
     assert host_link_gbytes_per_s(tmp_path / "nowhere", "prefill") == 450.0
+
+
+def test_load_backs_alone_in_their_batch_are_counted_with_their_stale_reads() -> None:
+    assert [r["rid"] for r in load_backs(LOG)] == ["a", "b", "c"]
+    assert (
+        alone_in_their_batch(load_backs(LOG))
+        == "1 load-backs alone in their batch, 1 of them stale"
+    )
+    assert alone_in_their_batch([]) == "0 load-backs alone in their batch, 0 of them stale"
