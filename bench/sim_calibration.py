@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from repro.bisect.dispersion import pearson
+from repro.bisect.dispersion import pearson, phi
 from repro.results.stats import wilson
 
 RUNS: dict[str, list[str]] = {
@@ -162,8 +162,7 @@ def pooled(repeats: dict[str, list[dict]]) -> list[str]:
 def spread(counts: list[tuple[int, int]]) -> float:
     """phi: Pearson's chi-square of the runs around their pooled rate over its degrees of
     freedom, as repro/bisect/dispersion.py measures waves; 1 when there is nothing to see."""
-    chi_square, freedom = pearson(counts)
-    return max(1.0, chi_square / freedom) if freedom else 1.0
+    return phi(*pearson(counts))
 
 
 def main() -> None:

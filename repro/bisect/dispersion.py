@@ -30,6 +30,11 @@ def dispersion(trials: Iterable[Evidence]) -> float:
         trial_chi_square, trial_freedom = pearson(waves)
         chi_square += trial_chi_square
         freedom += trial_freedom
+    return phi(chi_square, freedom)
+
+
+def phi(chi_square: float, freedom: int) -> float:
+    """The dispersion factor, never below the binomial's 1; 1 with nothing to measure."""
     return max(1.0, chi_square / freedom) if freedom else 1.0
 
 
