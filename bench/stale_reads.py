@@ -109,6 +109,9 @@ def main() -> None:
         for log in found:
             link = host_link_gbytes_per_s(run_dir, log.stem) * 1e9
             rows = load_backs(log.read_text(errors="replace"))
+            if not rows:
+                print(f"{log}: no load-back lines; was the run made with --set log_level=debug?")
+                continue
             stale = [row for row in rows if is_stale(row)]
             cost = CostModel(host_load_bytes_per_s=link)
             print(f"{log}: {describe(stale, cost)}; {alone_in_their_batch(rows)}")
