@@ -199,12 +199,14 @@ class Engine:
         for gen in forward.batch:
             _, gen.slot_previous_rid = self.pool.acquire(gen.rid)
         for gen, load_done_s in zip(forward.batch, forward.load_done_s, strict=True):
-            slack_s = forward.head_start_s + forward.compute_s
-            outcome = self.race.decide(load_done_s, slack_s, gen.key)
+            outcome = self.race.decide(
+                load_done_s, forward.head_start_s, forward.compute_s, gen.key
+            )
             if load_done_s > 0:
                 log.debug(
                     "load-back rid=%s host_tokens=%d prompt_tokens=%d batch=%d handovers=%d "
-                    "load_s=%.4f head_start_s=%.4f slack_s=%.4f ratio=%.3f stale=%s",
+                    "load_s=%.4f head_start_s=%.4f slack_s=%.4f ratio=%.3f stale=%s "
+                    "stale_share=%.3f derails=%s",
                     gen.rid,
                     gen.match.host_tokens,
                     gen.prompt_tokens,
@@ -212,15 +214,19 @@ class Engine:
                     forward.handovers,
                     load_done_s,
                     forward.head_start_s,
-                    slack_s,
+                    forward.head_start_s + forward.compute_s,
                     outcome.fill_over_slack,
                     outcome.stale,
+                    outcome.stale_share,
+                    outcome.derails,
                 )
             if not outcome.stale:
                 continue
             self.metrics.index_k_stale_reads_total += 1
             if self.config.role == "single":
-                self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
+                if outcome.derails:
+                    self.metrics.index_k_derailed_total += 1
+                    self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
                 continue
             # PD: the KV sender reaches the index-K pages once the forward and the KV part are done.
             sender_at_s = (
@@ -228,7 +234,8 @@ class Engine:
             )
             if outcome.misses(sender_at_s):
                 gen.handover_stuck = True  # the request fails; what it read never reaches anyone
-            else:
+            elif outcome.derails:
+                self.metrics.index_k_derailed_total += 1
                 gen.index_k_stale = True
 
     def _corrupt(

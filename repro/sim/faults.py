@@ -7,8 +7,10 @@ See docs/sim.md for what each one models and its calibration. In short:
   copy takes longer the more bytes it moves (longer prefixes, bf16) and the more transfers
   share the link (the batch's other load-backs, PD hand-overs); with bf16 index-K the
   indexer's read does not wait for it (`--index-k-gate buggy`), so when the copy has not
-  landed by the read, the pages' previous bytes are read. A stale read corrupts the output
-  only if another request is in flight to splice bytes from.
+  landed by the read, the pages' previous bytes are read, in the forward's last layers first
+  (a head start buys the first ones back). The output derails with a chance equal to the
+  share of layers read stale, and is corrupted only if another request is in flight to
+  splice bytes from.
 - Stuck hand-over (the same copy, seen by PD's KV sender): bf16 index-K is not in the layout
   the transfer engine registered, so the sender moves it after the KV pages; if a loaded-back
   prefix's ungated index-K copy has still not landed when the sender gets there, it waits for
@@ -58,9 +60,11 @@ def _unit(seed: int, key: int, salt: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RaceOutcome:
-    stale: bool  # the indexer read the pages before the copy landed
+    stale: bool  # the indexer read some layer's pages before that layer's copy landed
     lands_s: float  # when the index-K copy lands, from the load's start (0: no race possible)
     fill_over_slack: float
+    stale_share: float = 0.0  # the share of the forward's layers whose index-K was read stale
+    derails: bool = False  # did those layers' wrong top-k selections derail the output?
 
     def misses(self, deadline_s: float) -> bool:
         """Had the copy still not landed by `deadline_s` (e.g. when the KV sender gets there)?"""
@@ -74,6 +78,14 @@ class IndexKRace:
     kernel, whose accessor waits for the layer's load before the indexer reads (SGLang
     0.5.10, research/sglang.md §3); bf16 has no such kernel and stores through the ungated
     fallback, so nothing holds the indexer's read back.
+
+    Layer by layer: the copy moves the layers in order over its whole (jittered) time, and
+    the forward reads them in order over its compute, `head_start_s` after the load
+    started. So a late copy is read stale in the forward's last layers first; the share of
+    layers read stale is what a head start buys back. Each stale layer's indexer picks its
+    top-k positions by another request's keys; the output derails with a chance equal to
+    that share (a few layers out of 61 the residual stream mostly survives, all of them it
+    does not), drawn from the request's key like the jitter.
     """
 
     def __init__(self, config: EngineConfig) -> None:
@@ -82,15 +94,24 @@ class IndexKRace:
         )
         self._seed = config.seed
 
-    def decide(self, load_done_s: float, slack_s: float, key: int) -> RaceOutcome:
-        """The load lands `load_done_s` after it started (jittered); the last indexer read is
-        due `slack_s` after that: the head start plus the forward's compute."""
+    def decide(
+        self, load_done_s: float, head_start_s: float, compute_s: float, key: int
+    ) -> RaceOutcome:
+        """The load lands `load_done_s` after it started (jittered); the forward's reads run
+        from `head_start_s` after that to `head_start_s + compute_s`."""
         if not self.enabled or load_done_s <= 0:
             return RaceOutcome(False, 0.0, 0.0)
         # Seeded by --seed and the request's content: the same request races the same way.
         jitter = -math.log(1.0 - _unit(self._seed, key, 1)) * JITTER_SCALE
         lands_s = load_done_s * (1.0 + jitter)
-        return RaceOutcome(lands_s > slack_s, lands_s, lands_s / slack_s)
+        slack_s = head_start_s + compute_s
+        if lands_s <= slack_s:
+            return RaceOutcome(False, lands_s, lands_s / slack_s)
+        # Layer x (a share of the way through) lands at x * lands and is read at
+        # head_start + x * compute: stale past x = head_start / (lands - compute).
+        share = 1.0 - head_start_s / (lands_s - compute_s)
+        derails = _unit(self._seed, key, 2) < share
+        return RaceOutcome(True, lands_s, lands_s / slack_s, share, derails)
 
 
 def splice(tokens: Sequence[str], donor: Sequence[str], key: int) -> list[str]:

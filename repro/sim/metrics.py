@@ -18,6 +18,7 @@ class EngineMetrics:
     transfer_failed_total: int = 0
     bootstrap_failed_total: int = 0
     index_k_stale_reads_total: int = 0
+    index_k_derailed_total: int = 0  # stale reads whose layers read stale derailed the output
     stuck_handovers_total: int = 0
     num_running_reqs: int = 0
     num_queue_reqs: int = 0
@@ -41,6 +42,7 @@ class EngineMetrics:
             "sglang:num_transfer_failed_reqs_total": self.transfer_failed_total,
             "sglang:num_bootstrap_failed_reqs_total": self.bootstrap_failed_total,
             "sglang:sim_index_k_stale_reads_total": self.index_k_stale_reads_total,
+            "sglang:sim_index_k_derailed_total": self.index_k_derailed_total,
             "sglang:sim_stuck_handovers_total": self.stuck_handovers_total,
             "sglang:sim_busy_wall_seconds_total": round(self.busy_wall_seconds_total, 6),
             "sglang:sim_busy_modelled_seconds_total": round(self.busy_modelled_seconds_total, 6),

@@ -52,6 +52,10 @@ def test_load_backs_race_only_on_the_ungated_bf16_path(
     assert _metric(run, "single", "sglang:load_back_tokens_total") > 100_000  # spilled each time
     corrupted = summary(run)["turns_corrupted"]
     assert (corrupted >= 1) if corrupts else (corrupted == 0)
+    # Only a stale read can derail an output, and a corrupted turn needs a derailed read.
+    stale = _metric(run, "single", "sglang:sim_index_k_stale_reads_total")
+    derailed = _metric(run, "single", "sglang:sim_index_k_derailed_total")
+    assert corrupted <= derailed <= stale
     turns = pq.read_table(run / "turns.parquet").to_pandas()
     assert not (turns.corrupted & (turns.turn == 0)).any()  # a first turn has nothing to load
 

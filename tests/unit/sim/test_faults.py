@@ -21,8 +21,10 @@ KEYS = range(5_000)
 RACY = EngineConfig(role="prefill", hicache=True, index_k_dtype="bf16")
 
 
-def _rate(race: IndexKRace, load_done_s: float, slack_s: float) -> float:
-    return sum(race.decide(load_done_s, slack_s, k).stale for k in KEYS) / len(KEYS)
+def _rate(race: IndexKRace, load_done_s: float, slack_s: float, head_start_s: float = 0.0) -> float:
+    """How often the read is stale, the forward's compute being the slack less the head start."""
+    outcomes = [race.decide(load_done_s, head_start_s, slack_s - head_start_s, k) for k in KEYS]
+    return sum(o.stale for o in outcomes) / len(KEYS)
 
 
 def test_only_the_ungated_bf16_path_can_read_early() -> None:
@@ -41,14 +43,34 @@ def test_the_window_grows_with_the_load_against_the_slack() -> None:
     rates = [_rate(race, load, 1.0) for load in (0.1, 0.2, 0.3, 0.5)]
     assert rates[0] < 0.001 and rates == sorted(rates) and rates[-1] > 0.1
     assert _rate(race, 1.0, 1.0) == 1.0  # a load slower than the whole forward always loses
-    assert _rate(race, 0.3, 2.0) < _rate(race, 0.3, 1.0)  # a head start or a longer forward helps
+    assert _rate(race, 0.3, 2.0) < _rate(race, 0.3, 1.0)  # a longer forward helps
+    assert _rate(race, 0.3, 1.0, head_start_s=0.5) == _rate(race, 0.3, 1.0)  # same slack, same race
+
+
+def test_a_head_start_leaves_only_the_last_layers_stale_and_they_seldom_derail() -> None:
+    race = IndexKRace(RACY)
+    # No head start: the copy and the reads both start at zero, so a copy slower than the
+    # compute is behind at every layer.
+    bare = [race.decide(0.6, 0.0, 1.0, k) for k in KEYS]
+    assert all(o.stale_share == 1.0 and o.derails for o in bare if o.stale)
+    # The same slack, half of it a head start: a late copy is caught up with by the reads
+    # only in the forward's last layers, the more the later it lands.
+    ahead = [race.decide(0.6, 0.5, 0.5, k) for k in KEYS]
+    stale = sorted((o for o in ahead if o.stale), key=lambda o: o.lands_s)
+    assert len(stale) == sum(o.stale for o in bare)
+    shares = [o.stale_share for o in stale]
+    assert 0.0 < shares[0] < 0.05 and shares == sorted(shares) and shares[-1] > 0.5
+    # The output derails as often as that share says (seeded per request: no flat coin).
+    derailed = sum(o.derails for o in stale) / len(stale)
+    assert abs(derailed - sum(shares) / len(shares)) < 0.05
+    assert derailed < 0.5
 
 
 def test_the_same_request_races_the_same_way() -> None:
     race = IndexKRace(EngineConfig(role="single", hicache=True, index_k_dtype="bf16", seed=3))
     again = IndexKRace(EngineConfig(role="single", hicache=True, index_k_dtype="bf16", seed=3))
-    assert [race.decide(0.4, 1.0, k) for k in range(500)] == [
-        again.decide(0.4, 1.0, k) for k in range(500)
+    assert [race.decide(0.4, 0.2, 0.8, k) for k in range(500)] == [
+        again.decide(0.4, 0.2, 0.8, k) for k in range(500)
     ]
 
 
