@@ -6,6 +6,8 @@ Each RUN_DIR is a `repro run ... --set log_level=debug` folder; its logs/single.
 logs/prefill.log has a line per load-back. For the stale ones this prints the batch sizes,
 the hand-overs on the link, the head start, the slack and the nominal load, and how late the
 copy had to run to be read stale: slack over load, less one, in units of its nominal time.
+For each stale read the engine also logs the share of the forward's layers read stale and
+whether the output derailed (faults.IndexKRace); logs from before that rule have neither.
 It also counts the load-backs prefilled alone in their batch and how many of those read
 stale, and how many would still be stale had the PD hand-overs left the host link to the
 load-backs (the model's link sharing, timing.py's `host_load_s`): each copy then runs at the
@@ -67,6 +69,18 @@ def stale_with_the_whole_link(row: dict[str, str], cost: CostModel) -> bool:
     return float(row["ratio"]) * faster > 1.0
 
 
+def layers_read_stale(rows: list[dict[str, str]]) -> str:
+    """The stale reads' share of layers read stale, and how many derailed their output."""
+    shares = [float(r["stale_share"]) for r in rows if "stale_share" in r]
+    if not shares:
+        return "share of layers read stale not logged"
+    derailed = sum(r.get("derails") == "True" for r in rows)
+    return (
+        f"share of layers read stale: median {statistics.median(shares):.2f}, "
+        f"{sum(s == 1.0 for s in shares)} of {len(shares)} all of them; {derailed} derailed"
+    )
+
+
 def host_link_gbytes_per_s(run_dir: Path, role: str) -> float:
     """The role's `--host-link-gbytes-per-s` as the run launched it (spec.json), else the default."""
     try:
@@ -94,7 +108,7 @@ def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
         f"head start {span('head_start_s')}; slack {span('slack_s')}; nominal load "
         f"{span('load_s')}; lateness needed: median {statistics.median(needed):.2f}, "
         f"least {min(needed):.2f}; {sum(stale_with_the_whole_link(r, cost) for r in rows)} "
-        "still stale with the hand-overs off the host link"
+        f"still stale with the hand-overs off the host link; {layers_read_stale(rows)}"
     )
 
 

@@ -15,6 +15,7 @@ from stale_reads import (  # noqa: E402
     describe,
     host_link_gbytes_per_s,
     lateness_needed,
+    layers_read_stale,
     load_backs,
     stale_reads,
     stale_with_the_whole_link,
@@ -44,7 +45,8 @@ def test_the_summary_gives_the_spans_and_the_lateness_needed() -> None:
     assert text.startswith("2 stale reads; batches [1, 2]; hand-overs on the link [0]")
     assert "slack 35–40 ms" in text and "nominal load 10–20 ms" in text
     assert "median 1.75, least 1.00" in text
-    assert text.endswith("2 still stale with the hand-overs off the host link")
+    assert "2 still stale with the hand-overs off the host link" in text
+    assert text.endswith("share of layers read stale not logged")  # a log from before the rule
     assert describe([]) == "no stale read"
 
 
@@ -73,3 +75,14 @@ def test_load_backs_alone_in_their_batch_are_counted_with_their_stale_reads() ->
         == "1 load-backs alone in their batch, 1 of them stale"
     )
     assert alone_in_their_batch([]) == "0 load-backs alone in their batch, 0 of them stale"
+
+
+def test_the_share_of_layers_read_stale_and_the_derailed_are_summed_up() -> None:
+    line = "load-back rid={} batch=1 handovers=0 load_s=0.01 head_start_s=0.02 slack_s=0.03 "
+    reads = (("a", "1.000", "True"), ("b", "0.200", "False"), ("c", "0.600", "True"))
+    log = "\n".join(
+        (line + "ratio=1.5 stale=True stale_share={} derails={}").format(*read) for read in reads
+    )
+    text = layers_read_stale(stale_reads(log))
+    assert text == "share of layers read stale: median 0.60, 1 of 3 all of them; 2 derailed"
+    assert describe(stale_reads(log)).endswith(text)
