@@ -40,7 +40,7 @@ log = logging.getLogger("repro.sim.faults")
 # The copy's timing jitter: its extra delay is JITTER_SCALE x Exp(1) of its nominal time
 # (host memory and PCIe/C2C arbitration, the cache controller's thread). The one constant
 # calibrated against the story's headline rate, see docs/sim.md.
-JITTER_SCALE = 0.8
+JITTER_SCALE = 1.0
 SPLICE_MIN_TOKENS = 6
 SPLICE_SPAN_TOKENS = 18
 
