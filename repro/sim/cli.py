@@ -144,6 +144,12 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         "load-backs under that forward, as SGLang 0.5.10's overlap loop does (docs/sim.md)",
     )
     p.add_argument(
+        "--no-handover-link-sharing",
+        action="store_true",
+        help="model switch: PD hand-overs no longer take host-link bandwidth from the "
+        "prefill's HiCache load-backs (a full-duplex link: they go the other way; docs/sim.md)",
+    )
+    p.add_argument(
         "--disable-overlap-schedule",
         action="store_true",
         help="no batch is formed under a running forward, so no load-back starts before its "
@@ -229,6 +235,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         near_tie_flip=args.near_tie_flip,
         overlap_prefill_loads=args.overlap_prefill_loads,
         overlap_schedule=not args.disable_overlap_schedule,
+        handover_link_sharing=not args.no_handover_link_sharing,
         cuda_graph=not args.disable_cuda_graph,
         custom_kernels=args.enable_custom_kernels,
         topk_v2=_env_flag("SGLANG_OPT_USE_TOPK_V2", True),

@@ -47,6 +47,7 @@ class EngineConfig:
     near_tie_flip: bool = False
     overlap_prefill_loads: bool = False
     overlap_schedule: bool = True
+    handover_link_sharing: bool = True
     cuda_graph: bool = True
     custom_kernels: bool = False
     topk_v2: bool = True

@@ -34,6 +34,7 @@ class CostModel:
     prefill_factor: float = 1.0
     transfer_factor: float = 1.0
     indexer_factor: float = 1.0  # bf16 index-K: 2
+    handovers_share_link: bool = True  # a model assumption (config.handover_link_sharing)
 
     @classmethod
     def for_config(cls, config: EngineConfig) -> CostModel:
@@ -54,6 +55,7 @@ class CostModel:
             bytes_per_token=config.bytes_per_token,
             host_load_bytes_per_s=config.host_link_gbytes_per_s * 1e9,
             indexer_factor=2.0 if config.index_k_dtype == "bf16" else 1.0,
+            handovers_share_link=config.handover_link_sharing,
         )
 
     def decode_step_s(self, batch_size: int, context_tokens: int) -> float:
@@ -76,8 +78,11 @@ class CostModel:
     def host_load_s(self, nbytes: int, handovers: int = 0) -> float:
         """HiCache load-back of `nbytes` host -> device while `handovers` PD hand-overs cross
         the same link: each takes its NIC's rate, and the load-back gets what is left (never
-        less than a fair share)."""
+        less than a fair share). Without the sharing (the hand-overs leave the GPU the other
+        way on a full-duplex link) the load-back has the whole link."""
         link = self.host_load_bytes_per_s
+        if not self.handovers_share_link:
+            return nbytes / link
         left = max(link - handovers * self.transfer_bytes_per_s, link / (1 + handovers))
         return nbytes / left
 

@@ -14,7 +14,7 @@ def test_flags_map_to_the_engine_config(monkeypatch: pytest.MonkeyPatch) -> None
          "--disaggregation-transfer-backend", "nixl", "--enable-hierarchical-cache", "--index-k-dtype", "bf16",
          "--index-k-gate", "fixed", "--abort-fix", "--drift-fix", "--disable-cuda-graph", "--enable-custom-kernels",
          "--tool-call-parser", "deepseekv32", "--reasoning-parser", "deepseek-v3", "--served-model-name", "m",
-         "--overlap-prefill-loads", "--disable-overlap-schedule"]
+         "--overlap-prefill-loads", "--disable-overlap-schedule", "--no-handover-link-sharing"]
     )  # fmt: skip
     config = engine_config(args)
     assert (config.role, config.port, config.bootstrap_port, config.transfer_backend) == (
@@ -27,8 +27,10 @@ def test_flags_map_to_the_engine_config(monkeypatch: pytest.MonkeyPatch) -> None
     assert config.abort_fix and config.drift_fix and not config.cuda_graph and config.custom_kernels
     assert not config.topk_v2 and config.served_model_name == "m"
     assert config.overlap_prefill_loads and not config.overlap_schedule
+    assert not config.handover_link_sharing
     defaults = engine_config(build_parser().parse_args(["serve"]))
     assert not defaults.overlap_prefill_loads and defaults.overlap_schedule
+    assert defaults.handover_link_sharing
 
 
 @pytest.mark.parametrize(

@@ -152,6 +152,14 @@ async def test_load_backs_in_a_batch_share_the_link_one_after_another() -> None:
     assert cost.host_load_s(10**9, handovers=3) > cost.host_load_s(10**9)
 
 
+def test_without_link_sharing_a_load_back_has_the_whole_link_whatever_the_handovers() -> None:
+    shared = CostModel.for_config(EngineConfig())
+    duplex = CostModel.for_config(EngineConfig(handover_link_sharing=False))
+    assert duplex.host_load_s(450 * 10**9, handovers=5) == pytest.approx(1.0)  # 450 GB/s
+    assert shared.host_load_s(450 * 10**9, handovers=5) == pytest.approx(2.25)  # 200 GB/s left
+    assert shared.host_load_s(10**9) == duplex.host_load_s(10**9)
+
+
 @pytest.mark.parametrize("overlap_schedule", [True, False])
 async def test_a_server_with_requests_decoding_starts_its_load_backs_a_step_early(
     overlap_schedule: bool,
