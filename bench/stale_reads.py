@@ -81,14 +81,24 @@ def layers_read_stale(rows: list[dict[str, str]]) -> str:
     )
 
 
-def host_link_gbytes_per_s(run_dir: Path, role: str) -> float:
-    """The role's `--host-link-gbytes-per-s` as the run launched it (spec.json), else the default."""
+def engine_argv(run_dir: Path, role: str) -> list[str]:
+    """The role's command line as the run launched it (spec.json); empty if not recorded."""
     try:
         roles = json.loads((run_dir / "spec.json").read_text())["roles"]
-        argv = next(r["argv"] for r in roles if r["name"] == role)
-        return float(argv[argv.index("--host-link-gbytes-per-s") + 1])
+        return list(next(r["argv"] for r in roles if r["name"] == role))
     except (OSError, ValueError, KeyError, StopIteration):
-        return DEFAULT_HOST_LINK_GBYTES_PER_S
+        return []
+
+
+def cost_model(run_dir: Path, role: str) -> CostModel:
+    """The role's host link and whether the hand-overs shared it, as the run launched it."""
+    argv = engine_argv(run_dir, role)
+    try:
+        link = float(argv[argv.index("--host-link-gbytes-per-s") + 1])
+    except (ValueError, IndexError):
+        link = DEFAULT_HOST_LINK_GBYTES_PER_S
+    shared = "--no-handover-link-sharing" not in argv
+    return CostModel(host_load_bytes_per_s=link * 1e9, handovers_share_link=shared)
 
 
 def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
@@ -107,9 +117,15 @@ def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
         f"{len(rows)} stale reads; batches {batches}; hand-overs on the link {handovers}; "
         f"head start {span('head_start_s')}; slack {span('slack_s')}; nominal load "
         f"{span('load_s')}; lateness needed: median {statistics.median(needed):.2f}, "
-        f"least {min(needed):.2f}; {sum(stale_with_the_whole_link(r, cost) for r in rows)} "
-        f"still stale with the hand-overs off the host link; {layers_read_stale(rows)}"
+        f"least {min(needed):.2f}; {off_the_link(rows, cost)}; {layers_read_stale(rows)}"
     )
+
+
+def off_the_link(rows: list[dict[str, str]], cost: CostModel) -> str:
+    if not cost.handovers_share_link:
+        return "the hand-overs were off the host link in this run (--no-handover-link-sharing)"
+    still = sum(stale_with_the_whole_link(r, cost) for r in rows)
+    return f"{still} still stale with the hand-overs off the host link"
 
 
 def main() -> None:
@@ -121,13 +137,12 @@ def main() -> None:
         if not found:
             sys.exit(f"{run_dir} has no logs/single.log or logs/prefill.log: is it a run folder?")
         for log in found:
-            link = host_link_gbytes_per_s(run_dir, log.stem) * 1e9
             rows = load_backs(log.read_text(errors="replace"))
             if not rows:
                 print(f"{log}: no load-back lines; was the run made with --set log_level=debug?")
                 continue
             stale = [row for row in rows if is_stale(row)]
-            cost = CostModel(host_load_bytes_per_s=link)
+            cost = cost_model(run_dir, log.stem)
             print(f"{log}: {describe(stale, cost)}; {alone_in_their_batch(rows)}")
 
 

@@ -12,8 +12,8 @@ BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
 from stale_reads import (  # noqa: E402
     alone_in_their_batch,
+    cost_model,
     describe,
-    host_link_gbytes_per_s,
     lateness_needed,
     layers_read_stale,
     load_backs,
@@ -63,9 +63,20 @@ def test_a_read_made_stale_by_the_hand_overs_on_the_link_is_told_apart() -> None
 def test_the_host_link_is_read_from_the_run_and_defaults_without_it(tmp_path: Path) -> None:
     argv = ["python", "-m", "repro.sim", "serve", "--host-link-gbytes-per-s", "55"]
     (tmp_path / "spec.json").write_text(json.dumps({"roles": [{"name": "prefill", "argv": argv}]}))
-    assert host_link_gbytes_per_s(tmp_path, "prefill") == 55.0
-    assert host_link_gbytes_per_s(tmp_path, "single") == 450.0
-    assert host_link_gbytes_per_s(tmp_path / "nowhere", "prefill") == 450.0
+    assert cost_model(tmp_path, "prefill").host_load_bytes_per_s == 55e9
+    assert cost_model(tmp_path, "prefill").handovers_share_link
+    assert cost_model(tmp_path, "single").host_load_bytes_per_s == 450e9
+    assert cost_model(tmp_path / "nowhere", "prefill").host_load_bytes_per_s == 450e9
+
+
+def test_a_run_without_the_link_sharing_is_not_given_a_counterfactual(tmp_path: Path) -> None:
+    argv = ["python", "-m", "repro.sim", "serve", "--no-handover-link-sharing"]
+    (tmp_path / "spec.json").write_text(json.dumps({"roles": [{"name": "prefill", "argv": argv}]}))
+    cost = cost_model(tmp_path, "prefill")
+    assert not cost.handovers_share_link
+    text = describe(stale_reads(LOG), cost)
+    assert "the hand-overs were off the host link in this run" in text
+    assert "still stale" not in text
 
 
 def test_load_backs_alone_in_their_batch_are_counted_with_their_stale_reads() -> None:
