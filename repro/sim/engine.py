@@ -223,20 +223,20 @@ class Engine:
             if not outcome.stale:
                 continue
             self.metrics.index_k_stale_reads_total += 1
-            if self.config.role == "single":
-                if outcome.derails:
-                    self.metrics.index_k_derailed_total += 1
-                    self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
-                continue
+            single = self.config.role == "single"
             # PD: the KV sender reaches the index-K pages once the forward and the KV part are done.
-            sender_at_s = (
+            if not single and outcome.misses(
                 forward.head_start_s + forward.duration_s + self.cost.kv_part_s(gen.prompt_tokens)
-            )
-            if outcome.misses(sender_at_s):
+            ):
                 gen.handover_stuck = True  # the request fails; what it read never reaches anyone
-            elif outcome.derails:
-                self.metrics.index_k_derailed_total += 1
-                gen.index_k_stale = True
+                continue
+            if not outcome.derails:
+                continue
+            self.metrics.index_k_derailed_total += 1
+            if single:
+                self._corrupt(gen, preferred_rid=gen.slot_previous_rid)
+            else:
+                gen.index_k_stale = True  # decode splices once it has the KV
 
     def _corrupt(
         self, gen: Generation, preferred_rid: str | None = None, preferred_room: int | None = None

@@ -34,7 +34,7 @@ class CostModel:
     prefill_factor: float = 1.0
     transfer_factor: float = 1.0
     indexer_factor: float = 1.0  # bf16 index-K: 2
-    handovers_share_link: bool = True  # a model assumption (config.handover_link_sharing)
+    handover_link_sharing: bool = True  # a model assumption (config.handover_link_sharing)
 
     @classmethod
     def for_config(cls, config: EngineConfig) -> CostModel:
@@ -55,7 +55,7 @@ class CostModel:
             bytes_per_token=config.bytes_per_token,
             host_load_bytes_per_s=config.host_link_gbytes_per_s * 1e9,
             indexer_factor=2.0 if config.index_k_dtype == "bf16" else 1.0,
-            handovers_share_link=config.handover_link_sharing,
+            handover_link_sharing=config.handover_link_sharing,
         )
 
     def decode_step_s(self, batch_size: int, context_tokens: int) -> float:
@@ -81,7 +81,7 @@ class CostModel:
         less than a fair share). Without the sharing (the hand-overs leave the GPU the other
         way on a full-duplex link) the load-back has the whole link."""
         link = self.host_load_bytes_per_s
-        if not self.handovers_share_link:
+        if not self.handover_link_sharing:
             return nbytes / link
         left = max(link - handovers * self.transfer_bytes_per_s, link / (1 + handovers))
         return nbytes / left
