@@ -4,10 +4,12 @@
 
 Each RUN_DIR is a `repro run ... --set log_level=debug` folder; its logs/single.log or
 logs/prefill.log has a line per load-back. For the stale ones this prints the batch sizes,
-the hand-overs on the link, the head start, the slack and the nominal load, and how late the
+the PD hand-overs under way, the head start, the slack and the nominal load, and how late the
 copy had to run to be read stale: slack over load, less one, in units of its nominal time.
 For each stale read the engine also logs the share of the forward's layers read stale and
 whether the output derailed (faults.IndexKRace); logs from before that rule have neither.
+With the run's turns.parquet it also matches each derailed read to its turn by prompt size
+and says how many the checkers flagged, and how many of the rest were final answers.
 It also counts the load-backs prefilled alone in their batch and how many of those read
 stale, and how many would still be stale had the PD hand-overs left the host link to the
 load-backs (the model's link sharing, timing.py's `host_load_s`): each copy then runs at the
@@ -24,6 +26,8 @@ import re
 import statistics
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from repro.sim.config import DEFAULT_HOST_LINK_GBYTES_PER_S
 from repro.sim.timing import CostModel
@@ -81,6 +85,30 @@ def layers_read_stale(rows: list[dict[str, str]]) -> str:
     )
 
 
+def derailed_turns(rows: list[dict[str, str]], turns: pd.DataFrame) -> str:
+    """Where the derailed reads' outputs went. Each is matched to the one judged turn of its
+    prompt size (turns.parquet's `prompt_tokens` is the engine's own count); a size that two
+    turns share stays unmatched. A matched turn the checkers did not flag is the validity
+    oracle's blind spot (docs/checkers.md, "What it cannot see"), mostly final answers."""
+    derailed = [row for row in rows if row.get("derails") == "True"]
+    if not derailed:
+        return "no derailed read to match to a turn"
+    judged = turns[turns.outcome == "ok"]
+    sizes = judged.prompt_tokens.value_counts()
+    matched = [
+        judged[judged.prompt_tokens == size].iloc[0]
+        for size in (int(row["prompt_tokens"]) for row in derailed)
+        if sizes.get(size) == 1
+    ]
+    missed = [turn for turn in matched if not turn.corrupted]
+    finals = sum(int(turn.n_calls) == 0 for turn in missed)
+    return (
+        f"{len(matched)} of {len(derailed)} derailed reads matched to one turn: "
+        f"{len(matched) - len(missed)} flagged corrupted, {len(missed)} not "
+        f"({finals} of those final answers)"
+    )
+
+
 def engine_argv(run_dir: Path, role: str) -> list[str]:
     """The role's command line as the run launched it (spec.json); empty if not recorded."""
     try:
@@ -98,7 +126,7 @@ def cost_model(run_dir: Path, role: str) -> CostModel:
     except (ValueError, IndexError):
         link = DEFAULT_HOST_LINK_GBYTES_PER_S
     shared = "--no-handover-link-sharing" not in argv
-    return CostModel(host_load_bytes_per_s=link * 1e9, handovers_share_link=shared)
+    return CostModel(host_load_bytes_per_s=link * 1e9, handover_link_sharing=shared)
 
 
 def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
@@ -114,7 +142,7 @@ def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
     batches = sorted({int(r["batch"]) for r in rows})
     handovers = sorted({int(r["handovers"]) for r in rows})
     return (
-        f"{len(rows)} stale reads; batches {batches}; hand-overs on the link {handovers}; "
+        f"{len(rows)} stale reads; batches {batches}; hand-overs under way {handovers}; "
         f"head start {span('head_start_s')}; slack {span('slack_s')}; nominal load "
         f"{span('load_s')}; lateness needed: median {statistics.median(needed):.2f}, "
         f"least {min(needed):.2f}; {off_the_link(rows, cost)}; {layers_read_stale(rows)}"
@@ -122,7 +150,7 @@ def describe(rows: list[dict[str, str]], cost: CostModel | None = None) -> str:
 
 
 def off_the_link(rows: list[dict[str, str]], cost: CostModel) -> str:
-    if not cost.handovers_share_link:
+    if not cost.handover_link_sharing:
         return "the hand-overs were off the host link in this run (--no-handover-link-sharing)"
     still = sum(stale_with_the_whole_link(r, cost) for r in rows)
     return f"{still} still stale with the hand-overs off the host link"
@@ -144,6 +172,9 @@ def main() -> None:
             stale = [row for row in rows if is_stale(row)]
             cost = cost_model(run_dir, log.stem)
             print(f"{log}: {describe(stale, cost)}; {alone_in_their_batch(rows)}")
+            if (run_dir / "turns.parquet").exists():
+                turns = pd.read_parquet(run_dir / "turns.parquet")
+                print(f"{run_dir}: {derailed_turns(stale, turns)}")
 
 
 if __name__ == "__main__":

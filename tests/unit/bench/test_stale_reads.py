@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
@@ -13,6 +14,7 @@ sys.path.insert(0, str(BENCH))
 from stale_reads import (  # noqa: E402
     alone_in_their_batch,
     cost_model,
+    derailed_turns,
     describe,
     lateness_needed,
     layers_read_stale,
@@ -42,7 +44,7 @@ def test_only_the_stale_load_backs_are_read_with_every_field() -> None:
 
 def test_the_summary_gives_the_spans_and_the_lateness_needed() -> None:
     text = describe(stale_reads(LOG))
-    assert text.startswith("2 stale reads; batches [1, 2]; hand-overs on the link [0]")
+    assert text.startswith("2 stale reads; batches [1, 2]; hand-overs under way [0]")
     assert "slack 35–40 ms" in text and "nominal load 10–20 ms" in text
     assert "median 1.75, least 1.00" in text
     assert "2 still stale with the hand-overs off the host link" in text
@@ -64,7 +66,7 @@ def test_the_host_link_is_read_from_the_run_and_defaults_without_it(tmp_path: Pa
     argv = ["python", "-m", "repro.sim", "serve", "--host-link-gbytes-per-s", "55"]
     (tmp_path / "spec.json").write_text(json.dumps({"roles": [{"name": "prefill", "argv": argv}]}))
     assert cost_model(tmp_path, "prefill").host_load_bytes_per_s == 55e9
-    assert cost_model(tmp_path, "prefill").handovers_share_link
+    assert cost_model(tmp_path, "prefill").handover_link_sharing
     assert cost_model(tmp_path, "single").host_load_bytes_per_s == 450e9
     assert cost_model(tmp_path / "nowhere", "prefill").host_load_bytes_per_s == 450e9
 
@@ -73,7 +75,7 @@ def test_a_run_without_the_link_sharing_is_not_given_a_counterfactual(tmp_path: 
     argv = ["python", "-m", "repro.sim", "serve", "--no-handover-link-sharing"]
     (tmp_path / "spec.json").write_text(json.dumps({"roles": [{"name": "prefill", "argv": argv}]}))
     cost = cost_model(tmp_path, "prefill")
-    assert not cost.handovers_share_link
+    assert not cost.handover_link_sharing
     text = describe(stale_reads(LOG), cost)
     assert "the hand-overs were off the host link in this run" in text
     assert "still stale" not in text
@@ -97,3 +99,32 @@ def test_the_share_of_layers_read_stale_and_the_derailed_are_summed_up() -> None
     text = layers_read_stale(stale_reads(log))
     assert text == "share of layers read stale: median 0.60, 1 of 3 all of them; 2 derailed"
     assert describe(stale_reads(log)).endswith(text)
+
+
+def test_derailed_reads_are_matched_to_their_turns_by_prompt_size() -> None:
+    line = "load-back rid={} prompt_tokens={} batch=1 handovers=0 load_s=0.01 head_start_s=0 "
+    reads = (
+        ("a", 70000, "True"),
+        ("b", 71000, "True"),
+        ("c", 72000, "True"),
+        ("d", 73000, "False"),
+    )
+    log = "\n".join(
+        (line + "slack_s=0.01 ratio=2 stale=True stale_share=1.000 derails={}").format(*read)
+        for read in reads
+    )
+    turns = pd.DataFrame(
+        {
+            "outcome": ["ok", "ok", "ok", "ok", "ok", "failed"],
+            "prompt_tokens": [70000, 71000, 72000, 72000, 73000, 71000],
+            "corrupted": [True, False, False, False, False, False],
+            "n_calls": [1, 0, 1, 1, 0, 0],
+        }
+    )
+    # a: flagged; b: a final answer the checkers missed (the failed turn of its size is not
+    # judged); c: two judged turns share its size, so it stays unmatched; d did not derail.
+    assert derailed_turns(stale_reads(log), turns) == (
+        "2 of 3 derailed reads matched to one turn: 1 flagged corrupted, 1 not "
+        "(1 of those final answers)"
+    )
+    assert derailed_turns([], turns) == "no derailed read to match to a turn"
