@@ -141,41 +141,23 @@ def gate(
 ) -> None:
     """A run plus a verdict: exit 1 when corruption is above --max-corruption (even if some
     turns failed), 2 when the run cannot decide (engine error, wedge, failed turns, no turn
-    judged), 130 when interrupted, 0 otherwise. --junit is written on every way out."""
+    judged, an error of repro's own), 130 when interrupted, 0 otherwise. --junit is written on
+    every way out."""
+    from repro.cli_gate import deliver
     from repro.harness import RunStopped
-    from repro.results import (
-        Threshold,
-        check_junit_path,
-        decide,
-        gate_records,
-        junit_on_error,
-        write_junit,
-    )
+    from repro.results import Threshold, check_junit_path, decide, junit_on_error
 
     with exit_on_error():
         if junit is not None:
             check_junit_path(junit)
-        with junit_on_error(junit):
+        with junit_on_error(junit):  # a ReproError, a bug or Ctrl-C before a verdict
             threshold = Threshold.parse(max_corruption)
+            spec = o.build_spec(**options)
             try:
-                summary = _run(o.build_spec(**options), out, as_json=as_json, show=not as_json)
-            except RunStopped as stop:  # an engine error or a signal: judged all the same
+                summary = _run(spec, out, as_json=as_json, show=False)
+            except RunStopped as stop:  # an engine error, a bug or a signal: judged all the same
                 summary = stop.summary
-        verdict = decide(summary, threshold)
-        if junit is not None:
-            write_junit(
-                junit, summary, gate_records(Path(summary.run_dir), summary.oracle), verdict
-            )
-        if as_json:
-            verdict_doc = {"exit_code": verdict.exit_code, "message": verdict.message}
-            console.print_json(data={"verdict": verdict_doc, "summary": summary.to_dict()})
-        else:
-            (console if verdict.exit_code == 0 else errors).print(
-                verdict.message,
-                markup=False,
-                soft_wrap=True,  # one line: CI logs are grepped
-            )
-        raise typer.Exit(verdict.exit_code)
+        raise typer.Exit(deliver(decide(summary, threshold), summary, junit, as_json))
 
 
 @app.command()

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 from repro.dsml.encode import encode_completion
+from repro.errors import INTERNAL_ERROR
 from repro.interrupts import STOP_SIGNALS
 from repro.spec import PROFILES_DIR
 
@@ -157,6 +158,8 @@ def invoke(argv: list[str]) -> Answer:
         raise result.exception
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise EscapedTraceback(f"repro {argv!r}: {result.exception!r}") from result.exception
+    if INTERNAL_ERROR in result.stderr:  # a bug, said in one sentence (repro/errors.py)
+        raise EscapedTraceback(f"repro {argv!r}: {result.stderr.strip()[:400]}")
     return Answer(result.exit_code, result.stdout, result.stderr)
 
 

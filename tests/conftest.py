@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# A bug in repro ends a command in one sentence, its traceback saved to a file
+# (repro/errors.py); in the tests it is printed on stderr too, so that every check for
+# "Traceback" in a command's output still catches a bug, in-process or in a subprocess.
+os.environ["REPRO_TRACEBACK"] = "1"
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SGLANG_ENV = Path(os.environ.get("REPRO_SGLANG_ENV", REPO_ROOT / ".cache" / "sglang-0.5.23"))
 # Where the vLLM profile looks by default ({repo_root}/.cache/...): the tests use its defaults.

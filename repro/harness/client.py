@@ -79,7 +79,8 @@ class StreamProgress:
     usage: Usage = field(default_factory=Usage)
     bad_event: str = ""  # the event that broke the protocol (truncated), for protocol_errors.jsonl
     bad_event_chars: int = 0
-    last_event_at_s: float = 0.0  # any bytes from the server: what the idle limit watches
+    protocol_kind: str = ""  # what kind of protocol break (sse_connection), for the same file
+    last_event_at_s: float = 0.0  # the answer's head or a data event: what idle limits watch
     ended_at_s: float = 0.0
     # When each read that brought tokens arrived (a read only appends a float): the first
     # and last token's times and, at the turn's end, the gap figures (`gap_stats`).

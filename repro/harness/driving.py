@@ -12,13 +12,14 @@ import anyio
 import httpx
 
 from repro import __version__
-from repro.errors import first_repro_error, internal_error
+from repro.errors import EngineError, first_repro_error, internal_error
 from repro.harness.client import RunClock
 from repro.harness.endpoint import Endpoint
 from repro.harness.final_summary import ended_because, final_summary, write_summary
 from repro.harness.launcher import Deployment
 from repro.harness.loaded_log import LoadedLog
 from repro.harness.loadgen import LoadGenerator, Share
+from repro.harness.model_listing import first_model
 from repro.harness.progress import Progress
 from repro.harness.replay import Replay
 from repro.harness.watchdog import Watchdog
@@ -48,13 +49,19 @@ def _spec_record(spec: RunSpec, endpoint: Endpoint, first_session_id: int) -> di
 
 
 async def _model_name(base_url: str, spec: RunSpec) -> str:
-    """--model, else the server's first model (what a client that asks nothing would use)."""
+    """--model, else the server's first model (what a client that asks nothing would use);
+    a listing that cannot be read is one sentence that says what it held."""
     if spec.model:
         return spec.model
-    with contextlib.suppress(httpx.HTTPError, KeyError, IndexError, ValueError):
+    url = f"{base_url}/v1/models"
+    try:
         async with httpx.AsyncClient(timeout=10.0, trust_env=False) as http:
-            return (await http.get(f"{base_url}/v1/models")).json()["data"][0]["id"]
-    return "default"
+            response = await http.get(url)
+    except httpx.HTTPError as exc:
+        raise EngineError(
+            f"{url} could not be read to name the model ({type(exc).__name__}); give --model NAME."
+        ) from None
+    return first_model(url, response.status_code, response.content)
 
 
 async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
@@ -151,10 +158,10 @@ async def drive(
         interrupted = True
         raise
     except BaseExceptionGroup as group:
-        bug = internal_error(group)
+        bug = internal_error(group, run_dir)
         error = first_repro_error(group)  # re-raises a group that holds a bug
     except Exception as exc:
-        bug = internal_error(exc)  # the folder says so; the traceback goes on to stderr
+        bug = internal_error(exc, run_dir)  # the folder says so, and keeps the traceback
         raise
     finally:
         with anyio.CancelScope(shield=True):

@@ -249,8 +249,9 @@ class LoadGenerator:
             record = self._record(session_id, turn, progress, len(body), verdict, defects)
             if progress.outcome is TurnOutcome.PROTOCOL_ERROR:
                 self.store.add_protocol_error(
-                    session_id, turn, progress.error, progress.bad_event, progress.bad_event_chars
-                )
+                    session_id, turn, progress.error, progress.bad_event,
+                    progress.bad_event_chars, progress.protocol_kind,
+                )  # fmt: skip
             if record.corrupted:
                 calls = _call_dicts(verdict.calls or progress.tool_calls())
                 self.store.add_failure(record, request, [_defect_dict(d) for d in defects], calls)

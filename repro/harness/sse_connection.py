@@ -9,6 +9,14 @@ read: a wake-up and a stack of async iterators per read is what made the client,
 engine, set the pace at a few hundred paced streams (bench/RESULTS.md, peer_cost and
 client_scale). Bytes are capped per event and per response, so a hostile server cannot make
 repro hold an endless line or gigabytes inside the turn deadline.
+
+Whatever a server answers is used or named: interim 1xx answers are skipped as HTTP says;
+lines may end in CR LF, LF or CR alone (the SSE grammar allows all three); a 200 answer that
+is not an event stream (a whole JSON completion, an HTML page, a compressed body nobody asked
+for) is a protocol error that says what it was, its start kept in protocol_errors.jsonl with
+its kind. Liveness is tokens: `progress.last_event_at_s` moves on the answer's head and on
+each read that brought generated text, never on keep-alive comments, blank lines or empty
+events, so a server that only sends those is stalled after the idle limit, as the docs say.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import time
 from typing import TYPE_CHECKING
 
 import httptools
+import msgspec
 import orjson
 
 from repro.harness.chunk import DECODE_ERRORS, decode_chunk, violation
@@ -41,9 +50,10 @@ class SseConnection(asyncio.Protocol):
 
     # Slots: every read touches a dozen of these, on as many connections as sessions.
     __slots__ = (
-        "_abort_after", "_content_type", "_done", "_error_body", "_error_bytes", "_head_done",
-        "_live", "_max_bytes", "_parser", "_progress", "_received", "_status", "_t0",
-        "_tail", "_tokens", "closed", "reusable", "transport",
+        "_abort_after", "_content_encoding", "_content_type", "_done",
+        "_error_body", "_error_bytes", "_head_done", "_interim", "_live", "_max_bytes",
+        "_not_a_stream", "_parser", "_progress", "_received", "_status", "_t0", "_tail",
+        "_tokens", "closed", "reusable", "transport",
     )  # fmt: skip
 
     def __init__(self, t0: float) -> None:
@@ -69,7 +79,10 @@ class SseConnection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._status = 0
         self._content_type = b""
+        self._content_encoding = b""
         self._head_done = False
+        self._interim = False  # a 1xx answer's head: skipped, the final answer follows
+        self._not_a_stream = False  # a 200 whose body is not an event stream: kept as evidence
         self._received = 0
         self._tokens = 0  # events with text in the current read
         self._tail = b""  # the start of an SSE line whose end has not arrived yet
@@ -97,12 +110,23 @@ class SseConnection(asyncio.Protocol):
         if self._done is not None and not self._done.done():
             self._done.set_result(None)
 
-    def _stop(self, outcome: TurnOutcome, error: str) -> None:
+    def _stop(self, outcome: TurnOutcome, error: str, kind: str = "") -> None:
         """End the request here: the outcome, then the connection (its rest is never read)."""
         if self._progress is not None:
             self._progress.fail(outcome, error)
+            if kind and self._progress.outcome is outcome:
+                self._progress.protocol_kind = kind
         self.close()
         self._finish()
+
+    def _protocol_error(self, kind: str, error: str, evidence: bytes) -> None:
+        """The answer broke the protocol: say how, keep its start, and stop reading it."""
+        progress = self._progress
+        assert progress is not None
+        if progress.outcome is OK:
+            text = evidence.decode("utf-8", "replace")
+            progress.bad_event, progress.bad_event_chars = text[:BAD_EVENT_CHARS], len(text)
+        self._stop(TurnOutcome.PROTOCOL_ERROR, error, kind)
 
     def close(self) -> None:
         self.reusable = False
@@ -138,12 +162,12 @@ class SseConnection(asyncio.Protocol):
         progress = self._progress
         assert progress is not None
         now = _perf_counter() - self._t0  # the one clock read of this read
-        progress.last_event_at_s = now
         self._received += len(data)
         if self._received > self._max_bytes:
             self._stop(
                 TurnOutcome.PROTOCOL_ERROR,
                 f"the response passed {self._max_bytes:,} bytes; repro stopped reading it",
+                "response_too_large",
             )
             return
         try:
@@ -155,9 +179,11 @@ class SseConnection(asyncio.Protocol):
             self._stop(
                 TurnOutcome.PROTOCOL_ERROR,
                 f"the response headers passed {MAX_HEAD_BYTES:,} bytes without ending",
+                "headers_too_large",
             )
         tokens = self._tokens
         if tokens:  # timing once per read: the events of one read arrived together
+            progress.last_event_at_s = now  # liveness is tokens (module doc)
             progress.chunks += tokens
             progress.read_stamps.append(now)
             self._tokens = 0
@@ -167,17 +193,45 @@ class SseConnection(asyncio.Protocol):
 
     # --- httptools callbacks -------------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() == b"content-type":
-            self._content_type = value
+        name = name.lower()
+        if name == b"content-type":
+            self._content_type = value.strip().lower()
+        elif name == b"content-encoding":
+            self._content_encoding = value.strip().lower()
 
     def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        progress = self._progress
+        assert progress is not None
+        if 100 <= status < 200 and status != 101:  # interim (100 Continue, 103 Early Hints)
+            self._interim = True
+            self._content_type = self._content_encoding = b""
+            return
         self._head_done = True
-        self._status = self._parser.get_status_code()
-        assert self._progress is not None
-        self._progress.http_status = self._status
+        self._status = status
+        progress.http_status = status
+        progress.last_event_at_s = _perf_counter() - self._t0  # the server answered
+        if status == 101:
+            self._protocol_error(
+                "switched_protocols", "the server switched protocols (HTTP 101)", b""
+            )
+        elif status == 200 and self._content_encoding not in (b"", b"identity"):
+            encoding = self._content_encoding.decode("latin-1")
+            self._protocol_error(
+                "compressed",
+                f"the server compressed its answer (content-encoding: {encoding}), "
+                "which repro did not ask for",
+                b"",
+            )
+        elif (
+            status == 200
+            and self._content_type
+            and not self._content_type.startswith(b"text/event-stream")
+        ):
+            self._not_a_stream = True  # its body is read as evidence (below), not as events
 
     def on_body(self, body: bytes) -> None:
-        if self._status != 200:
+        if self._status != 200 or self._not_a_stream:
             if self._error_bytes < _KEEP_ERROR_BYTES:
                 self._error_body.append(body)
             self._error_bytes += len(body)
@@ -200,6 +254,9 @@ class SseConnection(asyncio.Protocol):
         except DECODE_ERRORS:
             self._events(body)  # [DONE], several events, or a bad one: the long way
             return
+        except RecursionError:  # nesting deeper than the decoder goes: the long way names it
+            self._events(body)
+            return
         if progress.apply(event):
             self._tokens += 1
             if self._abort_after is not None:
@@ -208,10 +265,15 @@ class SseConnection(asyncio.Protocol):
             self._stop(progress.outcome, progress.error)
 
     def on_message_complete(self) -> None:
+        if self._interim:  # the end of a 1xx answer: the final one follows on this line
+            self._interim = False
+            return
         if not self._live:
             return
         if self._status != 200:
             self._error_answer()
+        elif self._not_a_stream:
+            self._not_a_stream_answer()
         else:
             self._stream_ended(None)
         assert self._progress is not None
@@ -227,12 +289,16 @@ class SseConnection(asyncio.Protocol):
         """Every whole `data:` line of this body, in order; an unfinished last one waits."""
         progress = self._progress
         assert progress is not None
+        if b"\r" in buffer:  # CR LF or CR alone end a line too (SSE); a CR that ends this
+            # read and the LF that starts the next make one extra blank line, which is harmless
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buffer.split(b"\n")
         tail = lines.pop()
         if len(tail) > MAX_EVENT_BYTES:
-            self._stop(
-                TurnOutcome.PROTOCOL_ERROR,
+            self._protocol_error(
+                "event_too_large",
                 f"an event passed {MAX_EVENT_BYTES:,} bytes without ending",
+                tail[:BAD_EVENT_CHARS],
             )
             return
         self._tail = tail
@@ -249,9 +315,13 @@ class SseConnection(asyncio.Protocol):
                 if payload.strip() == b"[DONE]":  # the end, once per stream: not worth a test
                     progress.done = True
                     continue
-                text = payload.strip().decode("utf-8", "replace")
-                progress.bad_event, progress.bad_event_chars = text[:BAD_EVENT_CHARS], len(text)
-                self._stop(TurnOutcome.PROTOCOL_ERROR, violation(exc))
+                kind = "schema" if isinstance(exc, msgspec.ValidationError) else "bad_json"
+                self._protocol_error(kind, violation(exc), payload.strip())
+                return
+            except RecursionError:
+                self._protocol_error(
+                    "too_deep", "event nests deeper than repro reads", payload.strip()
+                )
                 return
             if progress.apply(event):
                 self._tokens += 1
@@ -284,11 +354,32 @@ class SseConnection(asyncio.Protocol):
             if self._tail.startswith(b"data:") and self._tail[5:].strip() == b"[DONE]":
                 progress.done = True  # the last line lacked its newline: still the end
                 return
+            if not progress.chunks and not self._tail.startswith((b"data:", b":")):
+                # No event ever came, and what did is no event either: not a stream at all.
+                self._protocol_error(
+                    "not_event_stream",
+                    "the 200 answer is not an event stream (no `data:` line in it)",
+                    self._tail,
+                )
+                return
             progress.fail(TurnOutcome.TRANSPORT_ERROR, "the stream ended inside an event (cut off)")
             return
         why = f" ({type(exc).__name__}: {exc})" if exc else ""
         progress.fail(
             TurnOutcome.TRANSPORT_ERROR, f"the stream ended without [DONE] (cut off){why}"
+        )
+
+    def _not_a_stream_answer(self) -> None:
+        """A 200 whose content type is not an event stream: name what it was instead."""
+        body = b"".join(self._error_body)
+        kind = self._content_type.split(b";")[0].decode("latin-1") or "no content type"
+        what = f"a {kind} body"
+        if kind == "application/json" and b'"choices"' in body[:_KEEP_ERROR_BYTES]:
+            what = "a whole JSON completion (the server ignored `stream: true`)"
+        elif kind == "text/html":
+            what = "an HTML page"
+        self._protocol_error(
+            "not_event_stream", f"the 200 answer is {what}, not an event stream", body
         )
 
     def _error_answer(self) -> None:

@@ -75,16 +75,16 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
                 summary = await drive(spec, endpoint, run_dir, progress=progress)
                 stopping.load_done = True
     except BaseExceptionGroup as group:
-        bug = internal_error(group)
-        failure = first_repro_error(group)  # re-raises a group that holds a bug
+        bug = internal_error(group, run_dir)  # its traceback saved in the run folder
+        if bug is None:
+            failure = first_repro_error(group)  # re-raises a group that holds a cancellation
     except ReproError as exc:
         failure = exc
     except anyio.get_cancelled_exc_class():
         cancelled = True  # not by our own scope: the event loop itself is being stopped
         raise
     except Exception as exc:
-        bug = internal_error(exc)  # the folder says so; the traceback goes on to stderr
-        raise
+        bug = internal_error(exc, run_dir)  # the folder says so, and keeps the traceback
     finally:
         if not (run_dir / "spec.json").exists():
             # Stopped before any load ran (start-up failed or was interrupted): still say so on
@@ -103,11 +103,15 @@ async def _run_listening(spec: RunSpec, run_dir: Path | None, stopping: Stopping
                 failure = failure or exc
     written = _written_summary(run_dir) or summary
     if written is None:  # summary.json could not be written: the error that kept it says why
+        if bug is not None:
+            raise ReproError(bug)
         raise failure or EngineError(f"The run in {run_dir} ended without a summary.")
     if written.interrupted:
         raise Interrupted(written)
     if failure is not None:
         raise RunStopped(str(failure), written, failure.exit_code)
+    if bug is not None:  # a bug in repro: exit 2 like any error, never 1 (a gate's corruption)
+        raise RunStopped(bug, written)
     return summary or written
 
 

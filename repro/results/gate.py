@@ -14,8 +14,10 @@ from repro.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    INTERNAL_ERROR,
     ReproError,
     UsageError,
+    internal_error,
 )
 from repro.harness import TurnOutcome, TurnRecord
 from repro.results.summary import RunSummary
@@ -64,7 +66,8 @@ def troubles(summary: RunSummary) -> list[str]:
     """Everything that keeps a run from vouching for the engine, in words."""
     found = []
     if summary.error:
-        found.append(f"the engine failed: {summary.error.splitlines()[0]}")
+        first = summary.error.splitlines()[0]
+        found.append(first if first.startswith(INTERNAL_ERROR) else f"the engine failed: {first}")
     if summary.wedge:
         found.append(summary.wedge)  # it says itself what stopped: "the engine stopped making ..."
     if summary.errors:
@@ -194,14 +197,26 @@ def _write_suite(path: Path, suite: ET.Element) -> None:
 
 @contextlib.contextmanager
 def junit_on_error(path: Path | None) -> Iterator[None]:
-    """Whatever stops the gate before it has a run to judge, its JUnit file says why."""
+    """Whatever stops the gate before it has a run to judge, its JUnit file says why; a bug in
+    repro becomes its one sentence (a ReproError: exit 2, never the 1 of corruption)."""
     try:
         yield
     except ReproError as exc:
-        if path is not None:
-            write_junit_error(path, str(exc))
+        _junit_error_if_asked(path, str(exc))
         raise
     except KeyboardInterrupt:
-        if path is not None:
-            write_junit_error(path, "interrupted before the run started")
+        _junit_error_if_asked(path, "interrupted before the run started")
         raise
+    except Exception as exc:
+        sentence = internal_error(exc) or str(exc)
+        _junit_error_if_asked(path, sentence)
+        raise ReproError(sentence) from None
+
+
+def _junit_error_if_asked(path: Path | None, message: str) -> None:
+    if path is None:
+        return
+    # Checked writable before the run: only a disk that filled since can refuse it, and then
+    # the exit code and the sentence on stderr still say why.
+    with contextlib.suppress(OSError):
+        write_junit_error(path, message)

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -106,7 +107,16 @@ def create_run_folder(run_dir: Path, *, refuse: str) -> None:
     `refuse`: "anything" for a run's own --out (it must be new or empty), "a run" for a
     folder others may share (a bisect wave's), "nothing" for a worker's (its parent made it).
     """
-    in_the_way = run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir()))
+    try:
+        info = run_dir.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None  # created below (or said below why it cannot be)
+    except OSError as exc:
+        raise UsageError(f"Cannot use the run folder {run_dir}: {exc.strerror}.") from None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        what = "a file" if stat.S_ISREG(info.st_mode) else "a device, a pipe or a socket"
+        raise UsageError(f"The run folder {run_dir} is {what}, not a folder; give a new --out.")
+    in_the_way = info is not None and any(run_dir.iterdir())
     if refuse == "anything" and in_the_way:
         raise UsageError(
             f"{run_dir} already exists and is not empty; choose a new --out so no "
@@ -322,13 +332,16 @@ class RunStore:
         )
 
     def add_protocol_error(
-        self, session_id: int, turn: int, error: str, event: str, event_chars: int
+        self, session_id: int, turn: int, error: str, event: str, event_chars: int, kind: str = ""
     ) -> None:
-        """The event that broke the protocol, as received (its first chars when it is long)."""
+        """The event that broke the protocol, as received (its first chars when it is long),
+        and its kind (harness.sse_connection: bad_json, schema, too_deep, not_event_stream,
+        compressed, event_too_large, ...)."""
         self._protocol_errors.append(
             {
                 "session_id": session_id,
                 "turn": turn,
+                "kind": kind or "protocol",
                 "error": error,
                 "event": event,
                 "event_chars": event_chars,

@@ -12,6 +12,7 @@ import pytest
 import repro.harness.whole_run as whole_run
 from repro.errors import EngineError, StoreError
 from repro.harness.final_summary import ended_because, write_summary
+from repro.harness.run_outcome import RunStopped
 from repro.results import store as store_module
 from repro.results.store import RunStore
 from repro.results.summary import summarize
@@ -61,11 +62,12 @@ def test_an_engine_error_survives_a_summary_written_fine(store: RunStore) -> Non
 
 
 @pytest.mark.parametrize("wrapped", [False, True])
-def test_a_bug_keeps_its_traceback_and_the_folder_says_the_run_ended_in_error(
+def test_a_bug_is_an_error_of_exit_2_with_its_traceback_kept_in_the_run_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrapped: bool
 ) -> None:
-    """A bug in repro (here while the engine starts, bare or inside a task group's group) is
-    raised as it is; summary.json must not call that run completed."""
+    """A bug in repro (here while the engine starts, bare or inside a task group's group) ends
+    the run as an error (exit 2: never the 1 of corruption), in one sentence that names the
+    file holding its traceback; summary.json must not call that run completed."""
 
     @contextlib.asynccontextmanager
     async def engine(spec, logs_dir, resolved, **_):  # type: ignore[no-untyped-def]
@@ -74,11 +76,15 @@ def test_a_bug_keeps_its_traceback_and_the_folder_says_the_run_ended_in_error(
         yield  # pragma: no cover
 
     monkeypatch.setattr(whole_run, "engine", engine)
-    with pytest.raises((RuntimeError, ExceptionGroup)):
+    with pytest.raises(RunStopped) as stopped:
         whole_run.run(RunSpec(sessions=1, knobs={"topology": "single"}), tmp_path / "run")
+    saved = tmp_path / "run" / "repro-traceback.txt"
+    sentence = (
+        "repro stopped on an internal error (RuntimeError: a health URL that cannot be parsed); "
+        f"its traceback is in {saved}; please report it"
+    )
+    assert stopped.value.exit_code == 2 and str(stopped.value) == sentence
+    assert "Traceback" in saved.read_text() and "health URL" in saved.read_text()
     written = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert written["ended_because"] == "error" and written["interrupted"] is False
-    assert written["error"] == (
-        "repro stopped on an internal error (RuntimeError: a health URL that cannot be parsed); "
-        "please report it"
-    )
+    assert written["error"] == sentence
