@@ -151,6 +151,8 @@ class SseConnection(asyncio.Protocol):
             )
         elif self._status != 200:
             self._error_answer()
+        elif self._not_a_stream:  # a body that ends with the connection (no length given)
+            self._not_a_stream_answer()
         else:
             self._stream_ended(exc)
         self._finish()
