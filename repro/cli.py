@@ -149,7 +149,7 @@ def gate(
 
     with exit_on_error():
         if junit is not None:
-            check_junit_path(junit)
+            check_junit_path(junit, out)
         with junit_on_error(junit):  # a ReproError, a bug or Ctrl-C before a verdict
             threshold = Threshold.parse(max_corruption)
             spec = o.build_spec(**options)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.cli_options import console, errors, print_error
+from repro.cli_options import console, errors, one_line, print_error
 from repro.errors import EXIT_ERROR, EXIT_OK, internal_error
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ def deliver(verdict: GateVerdict, summary: RunSummary, junit: Path | None, as_js
         if as_json:
             verdict_doc = {"exit_code": verdict.exit_code, "message": verdict.message}
             console.print_json(data={"verdict": verdict_doc, "summary": summary.to_dict()})
-        else:
+        if not as_json or verdict.exit_code != EXIT_OK:  # a failing verdict on stderr too
             (console if verdict.exit_code == EXIT_OK else errors).print(
-                verdict.message,
+                one_line(verdict.message),
                 markup=False,
                 soft_wrap=True,  # one line: CI logs are grepped
             )
@@ -99,9 +99,9 @@ def junit_for_refused_gate(argv: list[str], sentence: str) -> None:
             path = arg.split("=", 1)[1]
     if not path:
         return
-    from repro.errors import ReproError
     from repro.results import check_junit_path, write_junit_error
 
-    with contextlib.suppress(ReproError, OSError, ValueError):
+    # Best effort, after the refusal was said: a path that cannot take it is left alone.
+    with contextlib.suppress(Exception):
         check_junit_path(Path(path))
         write_junit_error(Path(path), sentence)

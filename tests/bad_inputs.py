@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from repro.dsml.encode import encode_completion
 from repro.errors import INTERNAL_ERROR
 from repro.interrupts import STOP_SIGNALS
 from repro.spec import PROFILES_DIR
+from tests.hostile_answers import ServerScript, server_scripts, serving
+from tests.hostile_cli import STREAMS, path_invocations, run_with_streams, stream_commands
 
 HANG_S = 30.0  # far above any answer to bad input; only a wait without a deadline reaches it
 
@@ -102,10 +105,20 @@ OPTION_VALUES: dict[str, st.SearchStrategy[str]] = {
 
 @dataclass(frozen=True)
 class Invocation:
-    """One command line, the exit codes that are an answer to it, and its scratch folder."""
+    """One command line and the exit codes that are an answer to it; for a gate against a
+    generated server, the server (its URL replaces URL_SLOT in argv), the run folder and the
+    JUnit file its answer is checked against (the gate's exit code rule)."""
 
     argv: list[str]
     allowed: frozenset[int]
+    server: ServerScript | None = None
+    run_dir: Path | None = None
+    junit: Path | None = None
+    streams: str | None = None  # shell redirections: run as a real process (hostile_cli)
+    folder: Path | None = None
+
+
+URL_SLOT = "{url}"
 
 
 @dataclass(frozen=True)
@@ -159,28 +172,99 @@ def invoke(argv: list[str]) -> Answer:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise EscapedTraceback(f"repro {argv!r}: {result.exception!r}") from result.exception
     if INTERNAL_ERROR in result.stderr:  # a bug, said in one sentence (repro/errors.py)
-        raise EscapedTraceback(f"repro {argv!r}: {result.stderr.strip()[:400]}")
+        said = result.stderr.strip()
+        raise EscapedTraceback(f"repro {argv!r}: {said[:300]} ... {said[-1500:]}")
     return Answer(result.exit_code, result.stdout, result.stderr)
 
 
-def is_one_sentence(stderr: str) -> bool:
+def is_one_sentence(stderr: str, starts: tuple[str, ...] = ("error: ",)) -> bool:
     """`error: <one line>`, click's refusals while parsing included."""
     # Split at line feeds only: a user's text may hold U+0085 or U+2028, which a terminal
     # does not break at but str.splitlines() does.
     lines = [line for line in stderr.split("\n") if line.strip()]
     if "Traceback" in stderr or not lines:
         return False
-    return lines[0].startswith("error: ") and len(lines) == 1
+    return lines[0].startswith(starts) and len(lines) == 1
+
+
+# A gate's exit 2 is one line: repro's own refusal, or the verdict of a run that cannot vouch
+# (its progress lines may share stderr, with --json).
+GATE_ERROR_LINES = ("error: ", "ERROR: ", "WEDGE: ")
+
+
+def _gate_error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.split("\n") if line.startswith(GATE_ERROR_LINES)]
 
 
 def check_answer(invocation: Invocation) -> Answer:
     """The command answered: an allowed exit code, and exit 2 is one sentence."""
-    answer = invoke(invocation.argv)
+    if invocation.streams is not None:
+        return check_streams(invocation)
+    if invocation.server is None:
+        answer = invoke(invocation.argv)
+    else:
+        with serving(invocation.server) as url:
+            answer = invoke([a.replace(URL_SLOT, url) for a in invocation.argv])
     if answer.exit_code not in invocation.allowed:
         raise WrongAnswer(f"repro {invocation.argv!r}: exit {answer.exit_code}: {answer.stderr}")
-    if answer.exit_code == 2 and not is_one_sentence(answer.stderr):
+    if invocation.argv[0] == "gate":
+        said = _gate_error_lines(answer.stderr)
+        if answer.exit_code == 2 and (len(said) != 1 or "Traceback" in answer.stderr):
+            raise WrongAnswer(f"repro {invocation.argv!r}: not one sentence: {answer.stderr!r}")
+    elif answer.exit_code == 2 and not is_one_sentence(answer.stderr):
         raise WrongAnswer(f"repro {invocation.argv!r}: not one sentence: {answer.stderr!r}")
+    if invocation.run_dir is not None or invocation.junit is not None:
+        check_gate_rule(invocation, answer)
     return answer
+
+
+_BASELINES: dict[tuple[str, ...], int] = {}
+
+
+def check_streams(invocation: Invocation) -> Answer:
+    """The command with its streams closed, broken or full exits as it does with them fine."""
+    assert invocation.streams is not None and invocation.folder is not None
+    key = tuple(invocation.argv)
+    if key not in _BASELINES:
+        _BASELINES[key] = run_with_streams(invocation.argv, "", invocation.folder)
+    code = run_with_streams(invocation.argv, invocation.streams, invocation.folder)
+    if code != _BASELINES[key]:
+        raise WrongAnswer(
+            f"repro {invocation.argv!r} {invocation.streams}: exit {code}, "
+            f"but {_BASELINES[key]} with its streams fine"
+        )
+    return Answer(code, "", "")
+
+
+def check_gate_rule(invocation: Invocation, answer: Answer) -> None:
+    """1 exactly when the run folder holds a corrupted turn above the threshold (0 here), and
+    the JUnit file, written on every way out, says the same as the exit code."""
+    corrupted = _corrupted_turns(invocation.run_dir) if invocation.run_dir else 0
+    if (answer.exit_code == 1) != (corrupted > 0) and answer.exit_code != 2:
+        raise WrongAnswer(
+            f"gate exit {answer.exit_code} with {corrupted} corrupted turns: {answer.stderr!r}"
+        )
+    if answer.exit_code == 1 and corrupted == 0:
+        raise WrongAnswer(f"gate exit 1 without a corrupted turn: {answer.stderr!r}")
+    if invocation.junit is None:
+        return
+    try:
+        cases = {c.get("name"): c for c in ET.parse(invocation.junit).getroot().iter("testcase")}
+    except (OSError, ET.ParseError) as exc:
+        raise WrongAnswer(f"gate exit {answer.exit_code} left no readable JUnit: {exc}") from None
+    verdict = cases.get("corruption threshold")
+    said = None if verdict is None else next((c.tag for c in verdict), "pass")
+    expected = {0: "pass", 1: "failure", 2: "error"}[answer.exit_code]
+    if said != expected:
+        raise WrongAnswer(f"gate exit {answer.exit_code} but its JUnit says {said}")
+
+
+def _corrupted_turns(run_dir: Path) -> int:
+    turns = run_dir / "turns.parquet"
+    if not turns.exists():
+        return 0
+    table = pq.read_table(turns, columns=["corrupted"])
+    return sum(bool(v) for v in table.column("corrupted").to_pylist())
 
 
 # -- options -----------------------------------------------------------------------------
@@ -425,6 +509,36 @@ def report_invocations(draw: st.DrawFn, folder: Path, base: Path) -> Invocation:
     return Invocation(argv, frozenset({0, 2}))
 
 
+# -- hostile servers (repro gate --url) ----------------------------------------------------
+
+
+@st.composite
+def answer_invocations(draw: st.DrawFn, folder: Path) -> Invocation:
+    """A gate against a server that answers anything (tests/hostile_answers.py), with limits
+    short enough that a stalled answer ends in a second or two."""
+    run_dir, junit = folder / "run", folder / "junit.xml"
+    argv = ["gate", "--url", URL_SLOT, "--sessions", str(draw(st.integers(1, 3))),
+            "--max-turns", "2", "--ramp-up", "0", "--turn-timeout", "3", "--stall-after", "0.5",
+            "--out", str(run_dir), "--junit", str(junit)]  # fmt: skip
+    if draw(st.booleans()):
+        argv.append("--json")
+    return Invocation(argv, frozenset({0, 1, 2}), draw(server_scripts()), run_dir, junit)
+
+
+@st.composite
+def hostile_path_invocations(draw: st.DrawFn, folder: Path, base: Path) -> Invocation:
+    argv, allowed = draw(path_invocations(folder, base))
+    return Invocation(argv, allowed)
+
+
+@st.composite
+def stream_invocations(draw: st.DrawFn, folder: Path, base: Path) -> Invocation:
+    commands = stream_commands(base, base.parent)  # files that outlive the example: baselines
+    argv = commands[draw(st.sampled_from(sorted(commands)))]
+    redirections = STREAMS[draw(st.sampled_from(sorted(STREAMS)))]
+    return Invocation(argv, frozenset({0, 1, 2}), streams=redirections, folder=folder)
+
+
 @contextmanager
 def scratch() -> Iterator[Path]:
     """A fresh folder per example (hypothesis examples must not share files)."""
@@ -440,4 +554,7 @@ FAMILIES: dict[str, Callable[..., st.SearchStrategy[Invocation]]] = {
     "profiles": lambda folder, base: profile_invocations(folder),
     "tools": lambda folder, base: check_invocations(folder),
     "run folders": lambda folder, base: report_invocations(folder, base),
+    "answers": lambda folder, base: answer_invocations(folder),
+    "paths": hostile_path_invocations,
+    "streams": stream_invocations,
 }

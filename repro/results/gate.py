@@ -119,11 +119,13 @@ def decide(summary: RunSummary, threshold: Threshold) -> GateVerdict:
     return GateVerdict(EXIT_OK, f"PASS: {measured}; at most {threshold} allowed.")
 
 
-def check_junit_path(path: Path) -> None:
+def check_junit_path(path: Path, run_dir: Path | None = None) -> None:
     """Refuse, before any run, a --junit path that could not be written, or whose writing
-    would wait forever (a pipe with no reader)."""
+    would wait forever (a pipe with no reader), or that is the run folder itself."""
     from repro.results.store import check_output_file
 
+    if run_dir is not None and path.absolute() == run_dir.absolute():
+        raise UsageError(f"--junit {path} is the run folder (--out); name a file, not it.")
     check_output_file("--junit", path, (".xml",))
     if path.exists() and not path.is_file():
         raise UsageError(f"--junit {path} is not a regular file; give the path of a file to write.")
@@ -189,7 +191,20 @@ def write_junit_error(path: Path, message: str) -> None:
     _write_suite(path, suite)
 
 
+# What XML 1.0 cannot hold, even escaped: control characters but tab and line ends, lone
+# surrogates, U+FFFE and U+FFFF. An engine's output or error may carry any of them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
 def _write_suite(path: Path, suite: ET.Element) -> None:
+    for element in suite.iter():  # a reader refuses the whole file over one such character
+        element.attrib = {k: _xml_safe(v) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = _xml_safe(element.text)
     suite.set("failures", str(sum(1 for _ in suite.iter("failure"))))
     suite.set("errors", str(sum(1 for _ in suite.iter("error"))))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)

@@ -72,6 +72,8 @@ def check_output_file(option: str, path: Path, suffixes: tuple[str, ...] = ()) -
     folder = path.parent
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give the path of the file to write.")
+    if path.is_fifo() or path.is_socket():  # a write would wait for a reader, maybe forever
+        raise UsageError(f"{option} {path} is a pipe or a socket; give the path of a file.")
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{option} {path}: {folder} is a file, not a folder.")
     try:
@@ -89,7 +91,11 @@ _WRITTEN_BY_A_RUN = {*RUN_FILES, FAILURES, PROTOCOL_ERRORS, CLIENT_LOAD, "diverg
 
 
 def _refuse_a_runs_own_file(option: str, path: Path, suffixes: tuple[str, ...]) -> None:
-    real = path.resolve()  # a symlink writes where it points
+    try:
+        real = path.resolve()  # a symlink writes where it points
+    except (OSError, RuntimeError) as exc:  # Python 3.11 says a loop of links as RuntimeError
+        reason = getattr(exc, "strerror", None) or "a loop of symbolic links"
+        raise UsageError(f"{option} {path} cannot be used: {reason}.") from None
     in_a_run = any(any((d / name).exists() for name in RUN_FILES) for d in real.parents)
     measured = (
         real.name in _WRITTEN_BY_A_RUN

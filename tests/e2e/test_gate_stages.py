@@ -75,7 +75,9 @@ def corrupted_turns(out: Path) -> int:
 
 def junit_reason(junit: Path) -> str:
     gate_case = next(
-        c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "corruption threshold"
+        c
+        for c in ET.parse(junit).getroot().iter("testcase")
+        if c.get("name") == "corruption threshold"
     )
     verdict = gate_case.find("error")
     assert verdict is not None, ET.tostring(gate_case)
@@ -124,7 +126,9 @@ def test_corruption_proven_stays_exit_1_whatever_fails_after_the_verdict(
     code, stderr, out, _ = gate(tmp_path, monkeypatch)
     assert corrupted_turns(out) > 0
     assert code == 1, stderr
-    assert "FAIL:" in stderr and len([x for x in stderr.splitlines() if x.startswith("error: ")]) == 1
+    assert (
+        "FAIL:" in stderr and len([x for x in stderr.splitlines() if x.startswith("error: ")]) == 1
+    )
 
 
 def test_a_bug_during_the_load_after_corruption_is_exit_2_not_a_verdict_of_1_from_nowhere(

@@ -100,7 +100,8 @@ def test_gate_help_names_every_reason_for_exit_2() -> None:
     text = " ".join(result.output.split())
     assert "exit 1 when corruption is above --max-corruption (even if some turns failed)" in text
     assert (
-        "2 when the run cannot decide (engine error, wedge, failed turns, no turn judged, an error of repro's own)" in text
+        "2 when the run cannot decide (engine error, wedge, failed turns, no turn judged, an error of repro's own)"
+        in text
     )
     assert "130 when interrupted" in text and "--junit is written on every way out" in text
 
