@@ -105,7 +105,7 @@ def row(r: dict) -> str:
 
 
 def pace(r: dict) -> str:
-    """The slowest engine role's pace (repro/results/engine_pace.py): 100% kept its clock."""
+    """The slowest engine role's pace (repro/results/pace.py): 100% kept its clock."""
     paces = r.get("engine_pace") or {}
     return f"{min(paces.values()):.0%}" if paces else "n/a"
 

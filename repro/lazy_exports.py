@@ -14,7 +14,14 @@ from typing import Any
 def lazy_exports(
     package: str, homes: Mapping[str, str], namespace: dict[str, Any]
 ) -> Callable[[str], Any]:
-    """The package's `__getattr__`: `homes` maps each public name to the module defining it."""
+    """The package's `__getattr__`: `homes` maps each public name to the module defining it.
+
+    A public name may not be a module's name too: once that module is imported, Python sets
+    the package's attribute of that name to the module, and the name would then give the
+    module or the function depending on what was imported first."""
+    clashes = sorted(set(homes) & set(homes.values()))
+    if clashes:
+        raise ImportError(f"{package}: public names that are also module names: {clashes}")
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from repro.knobs import describe
-from repro.results.engine_pace import SLOW_PACE, slow_roles
+from repro.results.pace import SLOW_PACE, slow_roles
 from repro.results.stats import wilson
 from repro.results.summary import UNFINISHED, RunSummary
 

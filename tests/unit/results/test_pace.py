@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from repro.results import engine_pace
-from repro.results.engine_pace import role_pace
+from repro.results.pace import role_pace
 from repro.results.report import summary_rows
 from repro.results.summary import summarize
 from repro.sim.metrics import EngineMetrics
