@@ -2,7 +2,7 @@
 
     python bench/chunk_decode.py [--events 200000]
 
-The schema (repro/harness/chunk.py) decodes and validates in one pass. The rows below it:
+The schema (repro/harness/load/chunk.py) decodes and validates in one pass. The rows below it:
 what the client did before (orjson, then walking dicts with no type checks), pydantic's
 strict JSON validation of the same shape, and the standard library's json (no checks).
 """
@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from repro.harness.chunk import decode_event
+from repro.harness.load.chunk import decode_event
 
 CONTENT = json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
                       "model": "m", "choices": [{"index": 0, "delta": {"content": " token"},

@@ -28,8 +28,9 @@ import anyio
 import httpx
 import orjson
 
-from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.watchdog import Watchdog, running_watchdog
+from repro.harness.load.client import ChatClient
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.watchdog import Watchdog, running_watchdog
 from repro.scenarios import get_scenario
 
 # The engine is started, health-checked and stopped as the end-to-end tests do it.

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.common import BENCH_DIR, REPO, autogroup_nice, control, record_section, stream_server
 
-from repro.harness.loop_probe import PROBE_EVERY_S
+from repro.harness.load.loop_probe import PROBE_EVERY_S
 
 HOLD_LAG_MS = 50.0  # issue 14's bound for the lag p99
 

@@ -1,5 +1,5 @@
 """What an idle client pays for waking up: CPU per second of a bare `call_later` loop at a
-few periods, and of repro's loop-lag probe (harness.loop_probe) alone, under uvloop.
+few periods, and of repro's loop-lag probe (harness.load.loop_probe) alone, under uvloop.
 
     python bench/loop_wakeup_cost.py [--seconds 5]
 
@@ -15,8 +15,8 @@ import time
 import anyio
 import uvloop
 
-from repro.harness.client import RunClock
-from repro.harness.loop_probe import PROBE_EVERY_S, LoopProbe
+from repro.harness.load.clock import RunClock
+from repro.harness.load.loop_probe import PROBE_EVERY_S, LoopProbe
 
 
 async def bare_timer(every_s: float, seconds: float) -> tuple[float, int]:

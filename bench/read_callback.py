@@ -42,9 +42,9 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.stream_server import HEAD, _tail, _sse, _chunk, token_texts  # noqa: I001
 
-from repro.harness.chunk import decode_chunk
-from repro.harness.client import StreamProgress
-from repro.harness.sse_connection import SseConnection
+from repro.harness.load.chunk import decode_chunk
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.sse_connection import SseConnection
 
 
 class _Transport(asyncio.Transport):

@@ -21,7 +21,7 @@ import anyio
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro.harness.turn import TurnRecord
+from repro.records.turn import TurnRecord
 from repro.results.store import TURN_SCHEMA, RunStore
 
 

@@ -2,13 +2,13 @@
 
 Against bench/peers/stream_server.py, `concurrency` connections (one per session, kept alive)
 stream `streams` responses of `tokens` events, paced or not. Each way decodes every event with
-the chunk schema (repro.harness.chunk) and counts the tokens; only the reading differs:
+the chunk schema (repro.harness.load.chunk) and counts the tokens; only the reading differs:
 
 - httpx `aiter_lines` (what repro's client did before): a line iterator over httpx's
   decoded text stream;
 - httpx `aiter_raw` with the SSE lines split on bytes: httpx's lowest public byte stream;
 - repro's client now: an asyncio protocol whose read callback parses HTTP (httptools) and
-  the events, the waiting coroutine woken once per response (repro.harness.sse_connection).
+  the events, the waiting coroutine woken once per response (repro.harness.load.sse_connection).
 
 The figure is this process's CPU (user+system) per token, median over interleaved rounds; the
 marginal one (long streams minus short, per extra token) leaves the per-request cost out.
@@ -32,9 +32,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.common import control, stream_server
 
-from repro.harness.chunk import decode_chunk
-from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.watchdog import running_watchdog
+from repro.harness.load.chunk import decode_chunk
+from repro.harness.load.client import ChatClient
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.watchdog import running_watchdog
 
 BODY = b'{"model": "bench", "stream": true, "messages": [{"role": "user", "content": "hi"}]}'
 Session = Callable[[str, int], Awaitable[int]]  # (url, requests) -> tokens read

@@ -39,7 +39,7 @@ def engine_core(group: set[int]) -> int:
 
 
 def supervisors(out: Path) -> set[int]:
-    return {p for p in _pids() if "repro.harness.supervisor" in _cmdline(p) and str(out) in _cmdline(p)}  # fmt: skip
+    return {p for p in _pids() if "repro.harness.launch.supervisor" in _cmdline(p) and str(out) in _cmdline(p)}  # fmt: skip
 
 
 CASES: dict[str, tuple[str, Action]] = {

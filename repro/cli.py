@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from repro import cli_options as o
-from repro.cli_options import console, errors, exit_on_error
+from repro.cli_options import exit_on_error
+from repro.cli_output import console, errors
 from repro.cli_parsing import OneLineParseErrors, given_path
 from repro.errors import UsageError
 from repro.spec import RUNS_DIR
@@ -376,7 +377,7 @@ def sweep(
 
 
 def _mount_bisect() -> None:
-    from repro.bisect.commands import app as bisect_app
+    from repro.cli_bisect import app as bisect_app
 
     app.add_typer(bisect_app, name="bisect")
 

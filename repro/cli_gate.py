@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.cli_options import console, errors, one_line, print_error
+from repro.cli_output import console, errors, one_line, print_error
 from repro.errors import EXIT_ERROR, EXIT_OK, internal_error
 
 if TYPE_CHECKING:

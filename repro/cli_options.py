@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import re
 import shlex
 import typing
 from collections.abc import Callable, Iterator
@@ -17,9 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from repro.cli_output import print_error
 from repro.cli_parsing import finite, given_path
 from repro.errors import ReproError, UsageError
 from repro.harness import RUN_DEFAULT_FIELDS
@@ -340,25 +338,6 @@ def with_options(
         return command
 
     return decorate
-
-
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
-
-
-def print_error(sentence: str, label: str = "error") -> None:
-    """`label: sentence` on stderr, on one line however wide the terminal."""
-    # The sentence may hold [brackets] (TOML tables, JSON): never read it as rich markup; and
-    # a path or a server's words may hold line breaks: shown as escapes, the line stays one.
-    errors.print(f"[red]{label}:[/] {escape(one_line(sentence))}", markup=True, soft_wrap=True)
-
-
-def one_line(text: str) -> str:
-    """Control characters (line breaks above all) as Python escapes."""
-    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-_CONTROLS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 @contextlib.contextmanager

@@ -33,18 +33,18 @@ class OneLineParseErrors(TyperGroup):
         except typer.TyperException as exc:  # click's errors (typer vendors click)
             if type(exc).__name__ != "NoArgsIsHelpError":  # that one printed the help already
                 from repro.cli_gate import junit_for_refused_gate
-                from repro.cli_options import print_error
+                from repro.cli_output import print_error
 
                 print_error(one_sentence(exc))
                 junit_for_refused_gate(argv, one_sentence(exc))
             sys.exit(getattr(exc, "exit_code", 1))
         except typer.Abort:  # end of input at a prompt: repro has none, but click may
-            from repro.cli_options import print_error
+            from repro.cli_output import print_error
 
             print_error("standard input ended where repro needed it.")
             sys.exit(EXIT_ERROR)
         except Exception as exc:  # a bug in repro: one sentence and 2, never 1 (corruption)
-            from repro.cli_options import print_error
+            from repro.cli_output import print_error
 
             print_error(internal_error(exc) or str(exc))
             sys.exit(EXIT_ERROR)

@@ -5,7 +5,7 @@ for, so a hang-up then stops nothing, as it would not stop any other command und
 
 `install()` runs first thing in the console script. Outside a run each of the three raises
 KeyboardInterrupt (or whatever Ctrl-C does at that moment, e.g. asyncio's graceful cancel),
-which typer turns into exit 130; during `repro run` harness/stopping.py listens for all three
+which typer turns into exit 130; during `repro run` harness/lifecycle/stopping.py listens for all three
 and tears the engine down first. Once a run has written its summary, `settle()` keeps a
 signal from turning its outcome into 130: a first one is noted, a second stops at once.
 Once the command has its exit code, `hold_at_exit()` ignores them through the shutdown.

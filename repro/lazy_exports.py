@@ -14,7 +14,8 @@ from typing import Any
 def lazy_exports(
     package: str, homes: Mapping[str, str], namespace: dict[str, Any]
 ) -> Callable[[str], Any]:
-    """The package's `__getattr__`: `homes` maps each public name to the module defining it.
+    """The package's `__getattr__`: `homes` maps each public name to the module defining it
+    (a module of the package, or an absolute `repro.` module name).
 
     A public name may not be a module's name too: once that module is imported, Python sets
     the package's attribute of that name to the module, and the name would then give the
@@ -27,7 +28,8 @@ def lazy_exports(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        module = home if home.startswith("repro.") else f"{package}.{home}"  # absolute, or ours
+        value = getattr(importlib.import_module(module), name)
         namespace[name] = value  # looked up once
         return value
 

@@ -23,8 +23,9 @@ import sys
 import anyio
 import orjson
 
-from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.watchdog import Watchdog, running_watchdog
+from repro.harness.load.client import ChatClient
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.watchdog import Watchdog, running_watchdog
 from repro.scenarios import get_scenario
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from repro.bisect.classify import SAME_FRACTION, KnobClass, below_half_p, reproduces
 from repro.bisect.dispersion import dispersion
 from repro.bisect.evidence import Evidence
-from repro.bisect.parallel import Request
+from repro.bisect.together import Request
 from repro.bisect.trial import Question, SpentOnTrials, Trial, TrialRunner
 
 

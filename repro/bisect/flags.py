@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
 from repro.bisect.knockout import by_knockout, knockouts_of
-from repro.bisect.parallel import Request, measure_together
 from repro.bisect.sprt import Decision, expected_sessions
+from repro.bisect.together import Request, measure_together
 from repro.bisect.trial import Trial, TrialRunner
 from repro.errors import UsageError
 from repro.knobs import describe

@@ -21,7 +21,7 @@ from repro.harness import Profile, check_plan, fill_from_profile, load_profile
 from repro.spec import RunSpec
 
 if TYPE_CHECKING:
-    from repro.harness.slurm import AllocationHolder
+    from repro.harness.launch.slurm import AllocationHolder
 
 ENGINE_FIELDS = frozenset(
     {"knobs", "settings", "profile", "backend", "server_python", "server_args", "port", "seed"}
@@ -91,7 +91,7 @@ class HarnessOracle:
         profile = load_profile(path)  # raises UsageError naming the file and key
         slurm = None
         if spec.launcher == "slurm":
-            from repro.harness.slurm import AllocationHolder, check_share
+            from repro.harness.launch.slurm import AllocationHolder, check_share
 
             # Inside one job, each slot takes nodes of its own, as many as the widest placement.
             placements = [profile.placement_for(t) for t in profile.topologies]

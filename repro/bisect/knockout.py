@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from repro.bisect.classify import KnobClass, below_half_p
 from repro.bisect.ddmin_search import by_ddmin
 from repro.bisect.flag_search import FlagReport, FlagSearch
-from repro.bisect.parallel import measure_together
 from repro.bisect.removals import judge_removals
 from repro.bisect.sprt import Decision
+from repro.bisect.together import measure_together
 from repro.bisect.trial import Trial
 
 

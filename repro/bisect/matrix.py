@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.bisect.design import full_factorial, resolution_iv
-from repro.bisect.parallel import Request, measure_together
+from repro.bisect.together import Request, measure_together
 from repro.bisect.trial import SpentOnTrials, Trial, TrialRunner
 from repro.errors import UsageError
 from repro.knobs import describe

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from repro.bisect.classify import KnobClass, classify_knockouts, is_cured
 from repro.bisect.evidence import Evidence
 from repro.bisect.flag_search import FlagSearch
-from repro.bisect.parallel import Request, measure_together
+from repro.bisect.together import Request, measure_together
 from repro.bisect.trial import Trial
 
 

@@ -86,7 +86,7 @@ class SpentOnTrials:
 class TrialRunner:
     """Measures configurations for one campaign; remembers every trial it touched, in order.
 
-    Given an OraclePool of K oracles, up to K trials run at once (parallel.measure_together),
+    Given an OraclePool of K oracles, up to K trials run at once (together.measure_together),
     each on its own deployment, and idle deployments run waves ahead of need (ahead.py)."""
 
     def __init__(

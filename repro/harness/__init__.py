@@ -1,5 +1,9 @@
 """Launching engines and driving load: a RunSpec in, a run folder and its RunSummary out.
 
+Three rooms: `launch/` (profiles, plans, preflight, launchers, the Endpoint), `load/` (the
+sessions, the streaming client, the watchdog) and `lifecycle/` (a whole run, its
+replay, its end). `lifecycle` uses the other two; `load` and `launch` never import it, nor each other's insides.
+
 Other parts import what is listed in `__all__`, from here (`from repro.harness import run`);
 the modules behind it are this part's own and may change. Names load on first use, so
 importing one costs only its own module (`repro --help` stays fast; no import cycles).
@@ -9,40 +13,41 @@ from __future__ import annotations
 
 from repro.lazy_exports import lazy_exports
 
-# Each public name and the module that defines it.
+# Each public name and the room (sub-package) that offers it; the turn record sits below
+# the harness (repro/records/turn.py), where results reads it too.
 _HOMES = {
-    "drive": "driving",
-    "render_plan": "dry_run",
-    "Endpoint": "endpoint",
-    "engine": "endpoint",
-    "GapStats": "gap_stats",
-    "percentiles_of": "gap_stats",
-    "check_launcher": "launchers",
-    "LaunchPlan": "plan",
-    "check_plan": "plan",
-    "PreflightReport": "preflight",
-    "check_plans": "preflight",
-    "preflight_plan": "preflight",
-    "Profile": "profile",
-    "load_profile": "profile",
-    "profile_document": "profile_view",
-    "render_profile": "profile_view",
-    "Progress": "progress",
-    "ReplayedTurn": "replayed",
-    "read_replayed": "replayed",
-    "Resolved": "resolution",
-    "resolve": "resolution",
-    "Interrupted": "run_outcome",
-    "RunStopped": "run_outcome",
-    "unvouched": "run_outcome",
-    "ERROR_OUTCOMES": "turn",
-    "TurnOutcome": "turn",
-    "TurnRecord": "turn",
-    "Stopping": "stopping",
-    "listen_for_stops": "stopping",
-    "RUN_DEFAULT_FIELDS": "run_defaults",
-    "fill_from_profile": "run_defaults",
-    "run": "whole_run",
+    "drive": "lifecycle",
+    "render_plan": "launch",
+    "Endpoint": "launch",
+    "engine": "launch",
+    "GapStats": "repro.records.gap_stats",
+    "percentiles_of": "repro.records.gap_stats",
+    "check_launcher": "launch",
+    "LaunchPlan": "launch",
+    "check_plan": "launch",
+    "PreflightReport": "launch",
+    "check_plans": "launch",
+    "preflight_plan": "launch",
+    "Profile": "launch",
+    "load_profile": "launch",
+    "profile_document": "launch",
+    "render_profile": "launch",
+    "Progress": "lifecycle",
+    "ReplayedTurn": "repro.records.replayed",
+    "read_replayed": "repro.records.replayed",
+    "Resolved": "launch",
+    "resolve": "launch",
+    "Interrupted": "lifecycle",
+    "RunStopped": "lifecycle",
+    "unvouched": "lifecycle",
+    "ERROR_OUTCOMES": "repro.records.turn",
+    "TurnOutcome": "repro.records.turn",
+    "TurnRecord": "repro.records.turn",
+    "Stopping": "lifecycle",
+    "listen_for_stops": "lifecycle",
+    "RUN_DEFAULT_FIELDS": "launch",
+    "fill_from_profile": "launch",
+    "run": "lifecycle",
 }
 
 __all__ = sorted(_HOMES)

@@ -24,7 +24,7 @@ from repro.proxy.spec import ProxySpec
 
 # The embedded engine's way to run an ASGI app: bind first (a taken port is one clear line),
 # then uvicorn with a prompt, quiet shutdown on SIGTERM.
-from repro.sim import serve as asgi
+from repro.sim.serving import serve as asgi
 
 # Hop-by-hop headers, and the ones the proxy sets itself.
 REQUEST_HEADERS_DROPPED = {"host", "content-length", "connection", "keep-alive", "accept-encoding"}

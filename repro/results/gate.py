@@ -19,7 +19,7 @@ from repro.errors import (
     UsageError,
     internal_error,
 )
-from repro.harness import TurnOutcome, TurnRecord
+from repro.records import TurnOutcome, TurnRecord
 from repro.results.summary import RunSummary
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")

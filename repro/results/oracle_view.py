@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from repro.checkers.divergence import DivergenceKind
-from repro.harness import ReplayedTurn, TurnOutcome, TurnRecord
+from repro.records import ReplayedTurn, TurnOutcome, TurnRecord
 
 NUMERICAL_LISTED = 50  # numerical divergences listed by session, turn and margin
 

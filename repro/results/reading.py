@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repro.errors import UsageError
-from repro.harness import TurnRecord
+from repro.records import TurnRecord
 from repro.results.summary import UNFINISHED, RunSummary, summarize
 from repro.spec import Oracle
 from repro.user_files import TOO_DEEP, read_user_text
@@ -136,7 +136,7 @@ def judged_view(
     path: Path, records: list[TurnRecord], oracle: str | None, written: dict | None
 ) -> tuple[list[TurnRecord], dict | None]:
     """The turns as the run's oracle judged them, and the replay's figures recomputed."""
-    from repro.harness import read_replayed
+    from repro.records import read_replayed
     from repro.results.oracle_view import divergence_figures, judged_records
 
     if oracle in (None, "validity"):
@@ -229,7 +229,7 @@ def _with_gap_figures(table: pa.Table) -> pa.Table:
     """The table with the gap figures of its `gaps_s` lists in place of the lists."""
     import pyarrow as pa
 
-    from repro.harness import GapStats
+    from repro.records import GapStats
     from repro.results.store import TURN_SCHEMA
 
     figures: dict[str, list] = {c: [] for c in GAP_COLUMNS}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from repro.harness import TurnOutcome, TurnRecord
+from repro.records import TurnOutcome, TurnRecord
 from repro.results.stats import Rate, wilson
 from repro.results.summary import percentiles
 

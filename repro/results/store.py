@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from repro.errors import StoreError, UsageError
-from repro.harness import TurnRecord
+from repro.records import TurnRecord
 
 FLUSH_EVERY_S = 5.0
 TURNS = "turns.parquet"
@@ -203,7 +203,7 @@ class JsonLines:
 
 class RelayedLines:
     """JsonLines' interface in a worker process: each line goes to the process that owns the
-    run folder's files (harness.workers), which appends it; parts alone are the worker's."""
+    run folder's files (harness.load.workers), which appends it; parts alone are the worker's."""
 
     def __init__(self, name: str, relay: Callable[[str, bytes], None]) -> None:
         self.name, self.relay, self.lines = name, relay, 0
@@ -332,7 +332,7 @@ class RunStore:
         )
 
     def add_client_load(self, window: dict[str, Any]) -> None:
-        """One window of the client's own loop lag and CPU share (harness.loop_probe)."""
+        """One window of the client's own loop lag and CPU share (harness.load.loop_probe)."""
         self._client_load.append(
             window if self._worker is None else {**window, "worker": self._worker}
         )
@@ -341,7 +341,7 @@ class RunStore:
         self, session_id: int, turn: int, error: str, event: str, event_chars: int, kind: str = ""
     ) -> None:
         """The event that broke the protocol, as received (its first chars when it is long),
-        and its kind (harness.sse_connection: bad_json, schema, too_deep, not_event_stream,
+        and its kind (harness.load.sse_connection: bad_json, schema, too_deep, not_event_stream,
         compressed, event_too_large, ...)."""
         self._protocol_errors.append(
             {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro.harness import ERROR_OUTCOMES, TurnOutcome, TurnRecord
+from repro.records import ERROR_OUTCOMES, TurnOutcome, TurnRecord
 from repro.results.stats import wilson
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # repro itself was the bottleneck when either passes its bound: the p99 delay between a turn
-# being due and being sent, or the p99 lateness of its event loop (harness.loop_probe), which
+# being due and being sent, or the p99 lateness of its event loop (harness.load.loop_probe), which
 # every timing it takes then includes.
 SLOW_CLIENT_LAG_S = 0.25
 SATURATED_LOOP_LAG_S = 0.05
@@ -273,7 +273,7 @@ def _pooled_gaps(judged: pd.DataFrame) -> dict[str, float]:
     """Inter-token gap percentiles over every judged turn, from the turns' histograms."""
     import numpy as np
 
-    from repro.harness import percentiles_of
+    from repro.records import percentiles_of
 
     if judged.empty:
         return {}

@@ -283,18 +283,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request is noise
-    from repro.sim import serve  # after parsing, so --help stays fast
+    from repro.sim.serving import serve  # after parsing, so --help stays fast
 
     try:
         if args.command == "router":
-            from repro.sim.router import build_router_app
+            from repro.sim.serving.router import build_router_app
 
             rconfig = router_config(parser, args)
             sockets = [serve.bind(rconfig.host, rconfig.port)]
             return serve.run(build_router_app(rconfig), sockets, rconfig.log_level)
         config = engine_config(args)
         from repro.sim.engine import Engine
-        from repro.sim.server import PortDispatch, build_app, build_bootstrap_app
+        from repro.sim.serving.server import PortDispatch, build_app, build_bootstrap_app
 
         engine = Engine(config)
         sockets = [serve.bind(config.host, config.port)]

@@ -52,7 +52,7 @@ def run_processes(run_dir: Path) -> dict[int, str]:
 
 def cgroups_of(pids: list[int]) -> set[Path]:
     """The cgroups repro's supervisors made (repro-<pid>-<role>) that hold these processes."""
-    from repro.harness.supervisor import _cgroup2_mount
+    from repro.harness.launch.supervisor import _cgroup2_mount
 
     mount, found = _cgroup2_mount(), set()
     for pid in pids:

@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 import repro.results
 from repro.checkers import Defect, Kind, Verdict
 from repro.cli import app
-from repro.harness import driving, endpoint, loadgen
+from repro.harness.launch import endpoint
+from repro.harness.lifecycle import driving
+from repro.harness.load import loadgen
 from repro.results import store
 from repro.results.reading import read_turn_table
 

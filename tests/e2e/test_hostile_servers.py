@@ -22,7 +22,7 @@ import pytest
 from repro.results.reading import read_turn_table
 from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
-from tests.unit.harness.test_client import HOSTILE_EVENTS
+from tests.unit.harness.load.test_client import HOSTILE_EVENTS
 
 pytestmark = pytest.mark.e2e
 

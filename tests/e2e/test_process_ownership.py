@@ -48,7 +48,7 @@ def test_sigkill_of_repro_leaves_no_process_and_keeps_the_turns(
     process = start_run(out, *SHORT, "--profile", str(ENGINES / f"{engine}.toml"))
     wait_for_turns(out, 12, process=process)
     before = run_processes(out)
-    supervisor = next(p for p, cmd in before.items() if "repro.harness.supervisor" in cmd)
+    supervisor = next(p for p, cmd in before.items() if "repro.harness.launch.supervisor" in cmd)
     engine_pid = next(
         p
         for p, cmd in before.items()

@@ -26,10 +26,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.turn import TurnOutcome
-from repro.harness.watchdog import running_watchdog
+from repro.harness.load.client import ChatClient
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.watchdog import running_watchdog
 from repro.ports import free_ports
+from repro.records.turn import TurnOutcome
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,7 @@ def worker_processes(run_dir: Path) -> list[int]:
                 env = (entry / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"repro.harness.worker" in argv and mark in env:
+            if b"repro.harness.load.worker" in argv and mark in env:
                 found.append(int(entry.name))
     return found
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from repro.checkers import AssistantOutput, check_turn
-from repro.harness.client import ChatClient, StreamProgress
-from repro.harness.watchdog import running_watchdog
+from repro.harness.load.client import ChatClient
+from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.watchdog import running_watchdog
 from repro.scenarios import get_scenario
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"

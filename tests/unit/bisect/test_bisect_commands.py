@@ -10,7 +10,7 @@ from fake_oracle import FakeOracle
 from typer.testing import CliRunner
 
 import repro.bisect.campaign as campaign_module
-from repro.bisect.commands import app
+from repro.cli_bisect import app
 
 BAD = "topology=pd,hicache=on,index_k=bf16,topk_v2=on,custom_kernels=on,cuda_graph=off"
 GOOD = "topology=single,hicache=off,index_k=fp8,topk_v2=off,custom_kernels=off,cuda_graph=on"

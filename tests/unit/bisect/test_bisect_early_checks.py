@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import repro.bisect.campaign as campaign_module
 from repro.bisect.campaign import launch_cover
-from repro.bisect.commands import app
+from repro.cli_bisect import app
 from repro.knobs import describe
 
 FLAGS = ["flags", "--bad", "hicache=on,index_k=bf16", "--good", "hicache=off,index_k=fp8"]

@@ -12,8 +12,8 @@ from test_bisect_flags import BAD, GOOD, STORY_CLASSES, STORY_CULPRIT
 
 from repro.bisect.campaign import FlagCampaign, MatrixCampaign, bisect_flags, bisect_matrix
 from repro.bisect.campaign import flag_report_json as as_json
-from repro.bisect.parallel import Request, measure_together
 from repro.bisect.progress import render_state
+from repro.bisect.together import Request, measure_together
 from repro.errors import UsageError
 from repro.knobs import describe
 from repro.spec import RunSpec

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import repro.bisect
-from repro.bisect.commands import app
+from repro.cli_bisect import app
 
 
 def test_public_surface_is_pinned():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from repro.bisect.harness_oracle import session_outcomes
 from repro.checkers.divergence import Divergence, DivergenceKind
-from repro.harness.replayed import ReplayedTurn, ReplayWriter, read_replayed
+from repro.records.replayed import ReplayedTurn, ReplayWriter, read_replayed
 from repro.results.oracle_view import divergence_figures, judged_records
 from repro.results.store import RunStore
 from repro.results.summary import summarize

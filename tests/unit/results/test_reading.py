@@ -270,7 +270,7 @@ def test_a_run_younger_than_its_first_write_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line", [b"[1, 2]", b"null", b'"x"', b"{}", b"{garbage"])
 def test_a_replay_line_repro_did_not_write_is_one_sentence(tmp_path: Path, line: bytes) -> None:
-    from repro.harness.replayed import read_replayed
+    from repro.records.replayed import read_replayed
 
     (tmp_path / "divergence.jsonl").write_bytes(line + b"\n")
     with pytest.raises(UsageError, match=r"divergence.jsonl line 1 is not a line repro wrote\."):

@@ -23,7 +23,7 @@ def test_wilson_matches_scipy(n: int, confidence: float) -> None:
 
 def test_a_run_and_its_summary_import_no_scipy() -> None:
     code = (
-        "import sys; import repro.cli, repro.harness.whole_run, repro.results.report, repro.checkers;"
+        "import sys; import repro.cli, repro.harness.lifecycle.whole_run, repro.results.report, repro.checkers;"
         "from repro.results.summary import summarize; summarize([], config={}, wall_s=1.0);"
         "print('scipy' in sys.modules)"
     )

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from repro.errors import StoreError, UsageError
-from repro.harness.gap_stats import GapStats
-from repro.harness.turn import TurnRecord
+from repro.records.gap_stats import GapStats
+from repro.records.turn import TurnRecord
 from repro.results import store as store_module
 from repro.results.reading import read_turn_table
 from repro.results.store import RunStore
@@ -187,7 +187,7 @@ def test_a_run_folder_is_refused_by_what_it_already_holds(tmp_path: Path) -> Non
 _FIRST_PART = """
 import json, sys
 from pathlib import Path
-from repro.harness.turn import TurnRecord
+from repro.records.turn import TurnRecord
 from repro.results.store import RunStore
 store = RunStore(Path(sys.argv[1]))
 before = set(sys.modules)

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from repro.sim.pd import HandoverBoard
-from repro.sim.router import inject_bootstrap
+from repro.sim.serving.router import inject_bootstrap
 
 
 def test_inject_bootstrap_keeps_the_body_and_adds_three_fields() -> None:
