@@ -17,34 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import repro
+from tests.hostile_cli import STREAMS, run_with_streams
 
 pytestmark = pytest.mark.e2e
 
-RUN = "run --sessions 3 --max-turns 2 --context-max 4000 --ramp-up 0"
-
-# name -> the shell redirections of `repro run`, and what the check may read afterwards
-STREAMS = {
-    "stdin closed": "<&-",
-    "stdout closed": ">&-",
-    "stderr closed": "2>&-",
-    "all three closed": "<&- >&- 2>&-",
-    "stdout full": ">/dev/full",
-    "stderr full": "2>/dev/full",
-    "stdout read by a reader that stops early": "| head -c 10 >/dev/null",
-    "stderr read by a reader that stops early": "2>&1 >/dev/null | head -c 10 >/dev/null",
-}
-
-
-def run_with_streams(redirections: str, out: Path, url: str) -> int:
-    """repro's own exit code, with its streams set up by the shell as a user's would be."""
-    status = out.parent / "status"
-    # PIPESTATUS[0]: repro's code, whatever the reader at the end of a pipe did.
-    script = (
-        f"{sys.executable} -m repro {RUN} --url {url} --out {out} {redirections}; "
-        f'echo "${{PIPESTATUS[0]}}" > {status}'
-    )
-    subprocess.run(["bash", "-c", script], capture_output=True, timeout=120, check=False)
-    return int(status.read_text())
+RUN = ["run", "--sessions", "3", "--max-turns", "2", "--context-max", "4000", "--ramp-up", "0"]
 
 
 @pytest.mark.parametrize("case", sorted(STREAMS))
@@ -52,7 +29,7 @@ def test_a_closed_broken_or_full_stream_never_changes_the_run(
     case: str, tmp_path: Path, engine: str
 ) -> None:
     out = tmp_path / "run"
-    code = run_with_streams(STREAMS[case], out, engine)
+    code = run_with_streams([*RUN, "--url", engine, "--out", str(out)], STREAMS[case], tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     assert code == 0, (case, summary)
     assert summary["ended_because"] == "completed" and summary["sessions"] == 3, summary
