@@ -44,9 +44,13 @@ def compile_precheck(validator: Any) -> Check | None:
     None if the schema holds a keyword this module does not judge."""
     import jsonschema  # imported when tools are compiled, as toolset.py does
 
+    from repro.checkers.schema_patterns import draft_of
+
     if validator.format_checker is not None:
         return None
-    if not any(type(validator) is getattr(jsonschema, name) for name in _DRAFTS):
+    # A draft whose pattern keywords are bounded is that draft for every keyword judged here.
+    draft = draft_of(type(validator))
+    if not any(draft is getattr(jsonschema, name) for name in _DRAFTS):
         return None
     try:
         return _compile(validator.schema, frozenset(validator.VALIDATORS))

@@ -1,7 +1,8 @@
 """The request's tools, compiled once: which names exist and each one's JSON Schema validator.
 
 Compiling a schema costs far more than checking one call, and a run sends the same tools
-with every request, so compiled sets are cached by the tools' JSON.
+with every request, so compiled sets are cached by the tools' JSON. Regular expressions in
+the schemas are evaluated with a bound (schema_patterns.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,18 @@ from typing import Any
 
 import orjson
 
+from repro.checkers.schema_patterns import (
+    PatternUnjudged,
+    bounded_validator_class,
+    call_budget,
+)
 from repro.checkers.schema_precheck import Check, compile_precheck
 
 _CACHE_SIZE = 64
 _MESSAGE_CHARS = 200
 _MAX_VIOLATIONS = 8  # per call: enough to see the pattern, bounded for a garbage object
 _MEMO_SIZE = 4096
+_NOTES = 64  # distinct notes kept: one per tool and pattern is the usual case
 
 
 class UnusableSchema(ValueError):
@@ -46,6 +53,10 @@ class ToolSet:
     A call first meets its tool's precheck (schema_precheck.py), which confirms most valid
     calls in a microsecond or two; jsonschema judges the rest, and its verdicts are
     remembered per arguments text: a run's sessions repeat the same calls.
+
+    A schema's pattern that cannot be evaluated within the bound ends that call's schema
+    check where it was met: the violations found before it stand, none is invented after it
+    (so it is never a defect on its own), and `unjudged` keeps a note saying so.
     """
 
     validators: Mapping[str, Any]
@@ -53,6 +64,7 @@ class ToolSet:
     _memo: dict[tuple[str, str], tuple[Violation, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    unjudged: dict[str, None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_openai(cls, tools: Sequence[Mapping[str, Any]]) -> ToolSet:
@@ -81,7 +93,8 @@ class ToolSet:
                 continue
             if not isinstance(schema, Mapping | bool):
                 raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
-            validator_class = validator_for(schema, default=Draft202012Validator)
+            draft = validator_for(schema, default=Draft202012Validator)
+            validator_class = bounded_validator_class(draft, schema)
             try:
                 validator_class.check_schema(schema)
             except SchemaError as e:
@@ -123,23 +136,33 @@ class ToolSet:
             self._memo[(name, text)] = found
         return found
 
-    @staticmethod
-    def _check(name: str, validator: Any, arguments: Mapping[str, Any]) -> tuple[Violation, ...]:
+    def _check(
+        self, name: str, validator: Any, arguments: Mapping[str, Any]
+    ) -> tuple[Violation, ...]:
         from referencing.exceptions import Unresolvable
 
         found = []
         try:
-            for error in validator.iter_errors(arguments):
-                message = error.message
-                if len(message) > _MESSAGE_CHARS:
-                    message = message[: _MESSAGE_CHARS - 1] + "…"
-                found.append(Violation(tuple(error.absolute_path), message))
-                if len(found) == _MAX_VIOLATIONS:
-                    break
+            with call_budget():
+                for error in validator.iter_errors(arguments):
+                    message = error.message
+                    if len(message) > _MESSAGE_CHARS:
+                        message = message[: _MESSAGE_CHARS - 1] + "…"
+                    found.append(Violation(tuple(error.absolute_path), message))
+                    if len(found) == _MAX_VIOLATIONS:
+                        break
         except Unresolvable as e:  # a bad tool definition, not a defect of the turn
             raise UnusableSchema(
                 f"tool {name!r}: its schema has a $ref that cannot be resolved ({e})"
             ) from None
+        except PatternUnjudged as e:
+            # Each violation yielded so far was computed without it; one after it might
+            # hang on its outcome (under `not`, `oneOf`, ...), so the check stops here.
+            if len(self.unjudged) < _NOTES:
+                self.unjudged[
+                    f"tool {name!r}: {e.subject} not evaluated ({e.why}); arguments judged"
+                    " against its schema only up to it"
+                ] = None
         return tuple(found)
 
 

@@ -8,6 +8,9 @@ a validity checker must see corruption, while prose around calls may legitimatel
 anything. There the rule is applied only if at least `min_streams` streams are in flight
 (and, for a splice, another stream has answer text to give); otherwise the next target
 event tries again. Streams that are not victims pass through as the bytes arrived, unparsed.
+
+A victim's unfinished event is held until it ends, but never past MAX_EVENT_BYTES: then the
+proxy stops inspecting that stream and passes it on untouched, rather than stall it.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
-from repro.proxy import sse
+from repro.proxy import notes, sse
 
 TAIL_BYTES = 4096  # recent bytes kept per stream as splice material
 MAX_TARGET_EVENT = 4  # the injection lands within a stream's first few target events
+# An unfinished event held this long is not one: repro's client gives up on such a line too
+# (harness/sse_connection.py MAX_EVENT_BYTES), and a real chunk never comes near it.
+MAX_EVENT_BYTES = 1024 * 1024
 # Where raw tool-call markup starts in the content, for the formats repro meets:
 # DeepSeek-V3.2 DSML, hermes (Qwen and the tiny model), Mistral, Llama 3 / 4.
 CALL_MARKERS = ("｜DSML｜", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
@@ -111,11 +117,18 @@ class InFlight:
 
 
 class Injector:
-    """Wraps each SSE stream; `report` receives every Injection as it is made."""
+    """Wraps each SSE stream; `report` receives every Injection as it is made, `note` a line
+    for each stream it stops inspecting."""
 
-    def __init__(self, rule: InjectionRule, report: Callable[[Injection], None]) -> None:
+    def __init__(
+        self,
+        rule: InjectionRule,
+        report: Callable[[Injection], None],
+        note: Callable[[str], None] = notes.say,
+    ) -> None:
         self.rule = rule
         self.report = report
+        self.note = note
         self.in_flight = InFlight(keep_tails=rule.kind is RuleKind.SPLICE)
         self.streams = 0
         self.victims = 0
@@ -130,22 +143,34 @@ class Injector:
             "streamed_bytes": self.streamed_bytes,
         }
 
-    async def tap(self, chunks: AsyncIterator[bytes], request_body: bytes) -> AsyncIterator[bytes]:
+    async def tap(
+        self, chunks: AsyncIterator[bytes], request_body: bytes, request: str = "a request"
+    ) -> AsyncIterator[bytes]:
+        """The stream as the client gets it; `request` names it in notes.
+
+        If `chunks` raises (the upstream failed), what the upstream sent of an unfinished
+        event still comes out first, then the same exception.
+        """
         ordinal = self.streams
         self.streams += 1
         rng = random.Random(f"{self.rule.seed}:{ordinal}")
         victim = None
         if self.rule.kind is not RuleKind.OFF and rng.random() < self.rule.rate:
             self.victims += 1
-            victim = _Victim(self, ordinal, rng, request_body)
+            victim = _Victim(self, ordinal, rng, request_body, request)
         self.in_flight.open(ordinal)
         try:
-            async for chunk in chunks:
-                self.streamed_bytes += len(chunk)
-                self.in_flight.feed(ordinal, chunk)
-                yield chunk if victim is None else victim.feed(chunk)
+            try:
+                async for chunk in chunks:
+                    self.streamed_bytes += len(chunk)
+                    self.in_flight.feed(ordinal, chunk)
+                    yield chunk if victim is None else victim.feed(chunk)
+            except Exception:
+                if victim is not None and victim.buffer:
+                    yield victim.release()
+                raise
             if victim is not None and victim.buffer:
-                yield bytes(victim.buffer)  # an unterminated last event, as it came
+                yield victim.release()  # an unterminated last event, as it came
         finally:
             self.in_flight.close(ordinal)
 
@@ -195,28 +220,54 @@ class _Victim:
     """A stream chosen for corruption: parsed event by event until the injection is made
     (to its end for a cut, which withholds all later text), raw bytes after that."""
 
-    def __init__(self, injector: Injector, ordinal: int, rng: random.Random, body: bytes) -> None:
+    def __init__(
+        self, injector: Injector, ordinal: int, rng: random.Random, body: bytes, request: str
+    ) -> None:
         self.injector = injector
         self.ordinal = ordinal
         self.rng = rng
         self.request_body = body
+        self.request = request
         self.target_event = rng.randint(1, MAX_TARGET_EVENT)
         self.target_events = 0
         self.in_call = injector.rule.target is Target.ANY
         self.recent_content = ""  # the last few characters, to see a marker split over deltas
         self.injected = False
         self.is_cut = injector.rule.kind is RuleKind.CUT
+        self.passing = False  # raw bytes from here on: injected (not a cut), or given up
         self.buffer = bytearray()
 
     def feed(self, chunk: bytes) -> bytes:
-        if self.injected and not self.is_cut:
+        if self.passing:
             return chunk
+        # Only the new bytes (and the one before them) can complete a separator: a held
+        # event is not searched again for every chunk that extends it.
+        start = max(0, len(self.buffer) - len(sse.SEPARATOR) + 1)
         self.buffer += chunk
+        if self.buffer.find(sse.SEPARATOR, start) < 0:
+            return self._give_up() if len(self.buffer) > MAX_EVENT_BYTES else b""
         out = [self._event(event) for event in sse.split_events(self.buffer)]
         if self.injected and not self.is_cut:
-            out.append(bytes(self.buffer))  # the rest of a split event, untouched
-            self.buffer.clear()
+            self.passing = True
+            out.append(self.release())  # the rest of a split event, untouched
+        elif len(self.buffer) > MAX_EVENT_BYTES:
+            out.append(self._give_up())
         return b"".join(out)
+
+    def release(self) -> bytes:
+        """The bytes held of an unfinished event, as they came."""
+        held = bytes(self.buffer)
+        self.buffer.clear()
+        return held
+
+    def _give_up(self) -> bytes:
+        """Stop inspecting this stream: what is held goes out untouched, and all after it."""
+        self.passing = True
+        self.injector.note(
+            f"{self.request}, stream {self.ordinal}: an event passed {MAX_EVENT_BYTES:,} bytes"
+            " without ending; this stream is no longer inspected and passes through untouched."
+        )
+        return self.release()
 
     def _event(self, event: bytes) -> bytes:
         payload = sse.parse(event)

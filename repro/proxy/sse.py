@@ -59,16 +59,28 @@ def _delta(payload: dict) -> dict | None:
     return delta if isinstance(delta, dict) else None
 
 
+def _arguments(delta: dict) -> list[tuple[int, str]]:
+    """Each tool call's index and argument text, skipping any of the wrong shape (an upstream
+    may send anything, and a victim's events are read whatever they hold)."""
+    calls = delta.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    found = []
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(arguments, str):
+            found.append((index, arguments))
+    return found
+
+
 def judged_text(payload: dict) -> JudgedText | None:
     """The event's tool-call argument text, else its content; None if it carries neither."""
     delta = _delta(payload)
     if delta is None:
         return None
-    for index, call in enumerate(delta.get("tool_calls") or []):
-        arguments = (
-            (call.get("function") or {}).get("arguments") if isinstance(call, dict) else None
-        )
-        if isinstance(arguments, str) and arguments:
+    for index, arguments in _arguments(delta):
+        if arguments:
             return JudgedText(f"tool_calls[{index}].arguments", arguments)
     content = delta.get("content")
     if isinstance(content, str) and content:
@@ -82,9 +94,7 @@ def any_text(payload: dict) -> str:
     if delta is None:
         return ""
     parts = [delta.get(key) for key in ("reasoning_content", "reasoning", "content")]
-    for call in delta.get("tool_calls") or []:
-        if isinstance(call, dict):
-            parts.append((call.get("function") or {}).get("arguments"))
+    parts += [arguments for _, arguments in _arguments(delta)]
     return "".join(p for p in parts if isinstance(p, str))
 
 

@@ -13,6 +13,12 @@ no tool call), so each session of `repro run --max-turns 1` is one request.
     reset           one good chunk, then a TCP reset
     stall           one good chunk, then silence with the connection open
     http500         HTTP 500 with a JSON error body
+    reset-early     a TCP reset once the request is read, before any answer
+    bad-http        bytes that are not an HTTP answer, then the end
+    short-body      a stream that declares more bytes than it sends: one good chunk, then the end
+    long-line:N     one good chunk, a data line of N bytes (no newline until its end), then
+                    CONTENT_EVENTS text events, finish_reason, usage, [DONE]
+    long-line-stall:N   one good chunk, a data line of N bytes still unended, then silence
 
     models-stall-after:N   (not a chat behaviour) /v1/models answers N times, then goes silent
 """
@@ -34,6 +40,24 @@ def _event(payload: object) -> bytes:
 
 def _chunk(**delta: object) -> bytes:
     return _event({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+
+
+FIRST = _chunk(role="assistant", reasoning_content="Checking.")  # every stream's first chunk
+CONTENT_EVENTS = 6  # after a long line: more answer text events than a proxy's injection point
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+async def _long_line(writer: asyncio.StreamWriter, size: int) -> None:
+    """A data line of `size` bytes, written in pieces as a server streaming it would."""
+    writer.write(b"data: ")
+    for start in range(0, size, 64 * 1024):
+        writer.write(b"x" * min(64 * 1024, size - start))
+        await writer.drain()
 
 
 def _good_tail(max_tokens: int) -> bytes:
@@ -93,8 +117,21 @@ class Hostile:
             writer.write(_head("500 Internal Server Error", "application/json"))
             writer.write(b'{"error": {"message": "the hostile server failed on purpose"}}')
             return
+        if kind == "reset-early":
+            _reset(writer)
+            return
+        if kind == "bad-http":
+            writer.write(b"this is not HTTP\r\n\r\n")
+            return
+        if kind == "short-body":
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                + f"content-length: {len(FIRST) + 1000}\r\n\r\n".encode()
+                + FIRST
+            )
+            return
         writer.write(_head("200 OK", "text/event-stream"))
-        writer.write(_chunk(role="assistant", reasoning_content="Checking."))
+        writer.write(FIRST)
         await writer.drain()
         if kind == "good":
             writer.write(_good_tail(request.get("max_tokens", -1)))
@@ -103,10 +140,17 @@ class Hostile:
         elif kind == "raw":
             writer.write(arg.replace("\\n", "\n").encode())
         elif kind == "reset":
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
+            _reset(writer)
         elif kind == "stall":
+            await asyncio.sleep(3600)
+        elif kind == "long-line":
+            await _long_line(writer, int(arg))
+            writer.write(b"\n\n")
+            for n in range(CONTENT_EVENTS):
+                writer.write(_chunk(content=f"part {n} of the answer. "))
+            writer.write(_good_tail(request.get("max_tokens", -1)))
+        elif kind == "long-line-stall":
+            await _long_line(writer, int(arg))
             await asyncio.sleep(3600)
         else:
             raise SystemExit(f"unknown behaviour {behaviour!r}")

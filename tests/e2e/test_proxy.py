@@ -82,7 +82,9 @@ def test_a_taken_port_and_an_unreachable_upstream_are_said_plainly(tmp_path: Pat
             except httpx.TransportError:
                 time.sleep(0.1)
         assert answer is not None and answer.status_code == 502
-        assert answer.text == f"repro proxy: upstream http://127.0.0.1:{dead} failed: ConnectError"
+        assert answer.json()["error"]["message"] == (
+            f"repro proxy: the upstream http://127.0.0.1:{dead} refused the connection."
+        )
         taken = repro("proxy", "--upstream", f"http://127.0.0.1:{dead}", "--port", str(port))
         assert taken.returncode == 2
         assert (
