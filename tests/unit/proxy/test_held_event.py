@@ -9,7 +9,7 @@ import anyio
 import httpx
 import pytest
 
-from repro.harness.sse_connection import MAX_EVENT_BYTES as CLIENT_CAP
+from repro.harness.load.sse_connection import MAX_EVENT_BYTES as CLIENT_CAP
 from repro.proxy import sse
 from repro.proxy.injector import (
     MAX_EVENT_BYTES,
