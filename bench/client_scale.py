@@ -9,7 +9,7 @@ the lag judged is repro's own (its probe in every worker, pooled, over the whole
 with --workers 1 agrees with the in-process probe's steady window (both are in the table).
 
     python bench/client_scale.py [--quick] [--sessions 64,128,256,512,1000]
-        [--paces-ms 5,25] [--workers 1] [--seconds 8] [--record bench/RESULTS.md]
+        [--paces-ms 5,25] [--workers 1] [--seconds 8] [--record bench/HISTORY.md]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each stream")
     parser.add_argument("--ramp-up", type=float, default=2.0)
     parser.add_argument("--workers", default="1", help="comma-separated worker counts")
-    parser.add_argument("--record", type=Path, help="write the table into this RESULTS.md")
+    parser.add_argument("--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)")
     parser.add_argument("--boost", action="store_true",
                         help="raise this session's CPU share (autogroup nice -10) on a shared "
                              "machine, so other work does not set the loop lag")  # fmt: skip

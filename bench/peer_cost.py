@@ -16,7 +16,7 @@ step sets it; `event` is unpaced with one write per event, as an engine streams 
 holds it back; `stream` (or 0) is unpaced with the whole stream in one write, which no engine
 does and which prices a client's parsing alone.
 
-    python bench/peer_cost.py [--quick] [--rounds 3] [--record bench/RESULTS.md]
+    python bench/peer_cost.py [--quick] [--rounds 3] [--record bench/HISTORY.md]
 
 Peers need their environments: scripts/build-peer-envs (SGLang bench_serving, vllm bench
 serve, GuideLLM, and a local tokenizer they all load); a missing one is skipped and said so.
@@ -265,7 +265,7 @@ def main() -> None:
                         "per event) or `stream` (unpaced, the whole stream in one write)")  # fmt: skip
     parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS if c.by_default),
                         help="comma-separated, from: " + ", ".join(c.name for c in CLIENTS))  # fmt: skip
-    parser.add_argument("--record", type=Path, help="write the table into this RESULTS.md")
+    parser.add_argument("--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)")
     parser.add_argument("--rows", type=Path, help="measure nothing: the table of saved rows")
     args = parser.parse_args()
     if args.quick:

@@ -145,12 +145,11 @@ def autogroup_nice(nice: int | None) -> Iterator[None]:
 
 
 def record_section(path: Path, name: str, section: str) -> None:
-    """Replace the text between `<!-- name:start -->` and `<!-- name:end -->`, or append it."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    block = f"{start}\n{section.rstrip()}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    """Append the table to the history file as a dated section (HISTORY.md keeps every
+    measurement; bench/RESULTS.md's row for it is then updated by hand, with the command)."""
+    import datetime
+
+    day = datetime.date.today().isoformat()
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark history\n"
+    block = f"## {day}: {name}\n\n<!-- {name}:{day} -->\n{section.rstrip()}\n"
+    path.write_text(text.rstrip("\n") + "\n\n" + block, encoding="utf-8")
