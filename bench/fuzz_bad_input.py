@@ -1,12 +1,20 @@
-"""Bad input at scale: thousands of generated command lines, profiles, tools files and damaged
-run folders (tests/bad_inputs.py), each answered by repro in this process. Prints per family
-the inputs tried, their exit codes, and the tracebacks and hangs found (both must be 0).
+"""Bad input at scale: thousands of generated inputs across every family of tests/bad_inputs.py,
+each answered by repro, with the exit code each must give. Prints per family the inputs tried,
+their exit codes, and the tracebacks, wrong answers and hangs found (all three must be 0).
 
-    PYTHONPATH=. python bench/fuzz_bad_input.py --examples 1250 --seed 0
+    PYTHONPATH=. python bench/fuzz_bad_input.py --examples 650 --seed 0
 
-The CI test (tests/unit/test_bad_input_fuzz.py) runs the same strategies with 40 examples
-per family; this runs as many as asked, with hypothesis' example database off so each run
-is fresh, and keeps going after a failure to count them all.
+Families: hostile values of every shared option; mutated profiles; tools files and
+completions; damaged run folders; hostile servers (any status, headers, framing, SSE lines,
+endings, model listings) answering `repro gate --url`, whose exit code must follow the rule
+(1 exactly when the run folder holds a corrupted turn, its JUnit file saying the same);
+output paths the system rejects; standard streams closed, broken or full (a real process,
+whose exit code must be the one it gives with its streams fine); tool schemas whose regular
+expressions take exponential time. A traceback or a bug's one sentence ("repro stopped on an
+internal error") counts as a traceback. The CI test (tests/unit/test_bad_input_fuzz.py) runs
+the same strategies with 40 examples per family; this runs as many as asked, with
+hypothesis' example database off so each run is fresh, and keeps going after a failure to
+count them all.
 """
 
 from __future__ import annotations
@@ -90,7 +98,10 @@ def main() -> None:
             )
             for failure in result["first failures"]:  # type: ignore[union-attr]
                 print(f"    {failure}")
-        print(f"{'total':<12} {total['inputs']:>7} {total['tracebacks']:>10} {total['hangs']:>6}")
+        print(
+            f"{'total':<12} {total['inputs']:>7} {total['tracebacks']:>10} "
+            f"{total['wrong answers']:>6} {total['hangs']:>6}"
+        )
 
 
 if __name__ == "__main__":

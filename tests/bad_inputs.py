@@ -397,6 +397,40 @@ def check_invocations(draw: st.DrawFn, folder: Path) -> Invocation:
                       frozenset({0, 1, 2}))  # fmt: skip
 
 
+# -- tool schemas with hostile regular expressions (repro check) ----------------------------
+
+PATTERNS = [
+    "^(a+)+$", "^(a|a)*$", "^(a|aa)*$", "(x+x+)+y", "^(\\w+\\s?)*$", "^([a-z]+)*[0-9]$",
+    "(a*)*b", "^(.*?,){30}P", "x{4294967294}", "[[:alpha:]]", "(?<=a+)b", "(", "a{2,1}",
+    "^[a-z]+$", "^\\d{3}$", "", "\\", "(?P<n>a)(?P=n)", "^(?!x).*$",
+]  # fmt: skip
+VALUES = ["a" * 40 + "!", "aaaa", "x" * 30, "a" * 5000 + "!", "", "123", "ab, " * 40, "\u00e9" * 20]
+
+
+@st.composite
+def pattern_invocations(draw: st.DrawFn, folder: Path) -> Invocation:
+    """`repro check` on a call whose tool schema holds a regular expression that may take
+    exponential time, be malformed, or be fine: an answer within seconds, never a hang."""
+    pattern = draw(st.one_of(st.sampled_from(PATTERNS), typed))
+    where = draw(st.sampled_from(["pattern", "patternProperties", "not", "propertyNames"]))
+    location: dict[str, Any] = {"type": "string", "pattern": pattern}
+    parameters: dict[str, Any] = {"type": "object", "properties": {"location": location}}
+    if where == "patternProperties":
+        parameters = {"type": "object", "patternProperties": {pattern: {"type": "string"}},
+                      "additionalProperties": False}  # fmt: skip
+    elif where == "not":
+        parameters["properties"]["location"] = {"not": {"pattern": pattern}}
+    elif where == "propertyNames":
+        parameters = {"type": "object", "propertyNames": {"pattern": pattern}}
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": parameters}}
+    tools = folder / "tools.json"
+    tools.write_text(json.dumps([tool]))
+    value = draw(st.one_of(st.sampled_from(VALUES), typed))
+    turn = folder / "turn.txt"
+    turn.write_text(encode_completion([("get_weather", {"location": value})], content="Checking."))
+    return Invocation(["check", "--tools", str(tools), str(turn)], frozenset({0, 1, 2}))
+
+
 # -- damaged run folders (repro report, repro compare) ------------------------------------
 
 
@@ -555,6 +589,7 @@ FAMILIES: dict[str, Callable[..., st.SearchStrategy[Invocation]]] = {
     "tools": lambda folder, base: check_invocations(folder),
     "run folders": lambda folder, base: report_invocations(folder, base),
     "answers": lambda folder, base: answer_invocations(folder),
+    "patterns": lambda folder, base: pattern_invocations(folder),
     "paths": hostile_path_invocations,
     "streams": stream_invocations,
 }
