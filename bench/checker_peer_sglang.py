@@ -1,9 +1,10 @@
-"""The peer in bench/checker_throughput.py: SGLang's DeepSeekV32Detector on the same texts.
+"""The peer in bench/checker_throughput.py: SGLang's detector for the format, on the same texts.
 
 Run by the bench in SGLang's interpreter, on the same core:
     .cache/sglang-0.5.23/bin/python bench/checker_peer_sglang.py JOB.json
 JOB.json holds {"tools", "corpora": {name: [text, ...]}, "stream_turns": {name: n},
-"chunk_chars"}. Then each stdin line {"corpus": name, "mode": "whole" | "stream"} is one
+"chunk_chars"} and, for a format other than DSML, "detector": [module, class] in
+sglang.srt.function_call. Then each stdin line {"corpus": name, "mode": "whole" | "stream"} is one
 timed run, answered by a line {"cpu_s": seconds}: the bench alternates these with its own
 runs, so a burst of load on the shared machine hits both sides alike.
 """
@@ -19,7 +20,7 @@ import types
 from pathlib import Path
 
 
-def _import_detector():
+def _import_detector(module: str, name: str):
     # SGLang's package __init__ starts its serving runtime (torch); the detector never
     # uses it, so the package is entered without running it (tests/conformance does too).
     spec = importlib.util.find_spec("sglang")
@@ -28,15 +29,17 @@ def _import_detector():
     package.__spec__ = spec
     sys.modules.setdefault("sglang", package)
     from sglang.srt.entrypoints.openai.protocol import Tool
-    from sglang.srt.function_call.deepseekv32_detector import DeepSeekV32Detector
 
-    return DeepSeekV32Detector, Tool
+    detector = importlib.import_module(f"sglang.srt.function_call.{module}")
+    return getattr(detector, name), Tool
 
 
 def main() -> None:
     logging.disable(logging.CRITICAL)
     job = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    detector_class, tool = _import_detector()
+    # Another format's detector when the job names one (bench/checker_throughput.py --formats).
+    module, name = job.get("detector", ("deepseekv32_detector", "DeepSeekV32Detector"))
+    detector_class, tool = _import_detector(module, name)
     tools = [tool(**t) for t in job["tools"]]
     size = job["chunk_chars"]
     texts = job["corpora"]

@@ -1,6 +1,10 @@
 """Checker throughput on one core, whole-text and streamed, against SGLang's detector.
 
     python bench/checker_throughput.py [--repeats 5] [--record bench/RESULTS.md]
+    python bench/checker_throughput.py --formats all [--repeats 3] [--record bench/HISTORY.md]
+
+The second form measures the other tool-call formats (bench/checker_formats.py), each
+against SGLang's detector for the same format.
 
 Both sides read the same texts with the same tools, pinned to the same CPU, one after the
 other: ours is `parse_dsml` (whole) and `DsmlStream` fed 4-character chunks (about a token
@@ -89,13 +93,17 @@ NAMES_ONLY = [{"name": t["function"]["name"]} for t in TOOLS]
 class Peer:
     """SGLang's detector in its own interpreter, timing one run per request."""
 
-    def __init__(self, python: Path, corpora: dict[str, list[str]]) -> None:
+    def __init__(
+        self, python: Path, corpora: dict[str, list[str]], detector: tuple[str, str] | None = None
+    ) -> None:
         job = {
             "tools": TOOLS,
             "corpora": corpora,
             "stream_turns": {name: STREAM_TURNS[name] for name in corpora},
             "chunk_chars": CHUNK_CHARS,
         }
+        if detector is not None:
+            job["detector"] = detector
         with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8", delete=False) as f:
             json.dump(job, f)
         self._job = Path(f.name)
@@ -265,6 +273,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sglang-python", type=Path, default=SGLANG_PYTHON)
     parser.add_argument("--record", type=Path, help="write the results section into this file")
+    parser.add_argument(
+        "--formats",
+        help="the other tool-call formats instead of DSML: `all` or names, comma-separated "
+        "(bench/checker_formats.py)",
+    )
     args = parser.parse_args()
     if not args.sglang_python.exists():
         sys.exit(f"No SGLang interpreter at {args.sglang_python}; run scripts/build-sglang-env.")
@@ -273,6 +286,11 @@ def main() -> None:
     before = os.getloadavg()[0]
     if before > 1.0:
         print(f"warning: load average {before:.2f}; figures will be low, rerun when idle")
+    if args.formats:
+        from bench.checker_formats import run_formats
+
+        run_formats(args, before)
+        return
     corpora = {"agent turns": agent_turns(), "long turns": long_turns()}
     tools = ToolSet.from_openai(TOOLS)
     for name, texts in corpora.items():  # time the healthy path, not error handling

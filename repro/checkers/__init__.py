@@ -1,4 +1,5 @@
-"""Per-turn verdicts: DSML grammar, tool-call schemas, leaked markup and text defects.
+"""Per-turn verdicts: DSML grammar and the other tool-call formats' (families/), tool-call
+schemas, leaked markup and text defects.
 
 `check_turn` is what the load generator calls for every assistant turn; the defect kinds
 are listed in `repro.checkers.kinds` and docs/checkers.md.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from repro.checkers.formats import FORMATS, Format
+from repro.checkers.formats import FORMATS, Format, read_raw
 from repro.checkers.render import render_defect
 from repro.checkers.toolset import ToolSet, UnusableSchema
 from repro.checkers.verdict import AssistantOutput, Verdict
@@ -66,7 +66,7 @@ def _read_tools(path: Path) -> ToolSet:
 def _read_turn(path: Path, chosen: Format) -> AssistantOutput:
     # Undecodable bytes become lone surrogates, which the checks report as invalid_char.
     text = read_user_file(path, str(path)).decode("utf-8", errors="surrogateescape")
-    if chosen.name == "dsml-v32" and _a_saved_record(text):
+    if chosen.read is read_raw and _a_saved_record(text):
         raise UsageError(
             f"{path} holds a JSON record (a chat completion, or a line of a run's "
             "failures.jsonl?), not a raw completion: give the text after the assistant tag, "
@@ -116,7 +116,8 @@ def _human(path: Path, output: AssistantOutput, verdict: Verdict, chosen: Format
         return f"{path}: clean, {_count(len(verdict.calls), 'tool call')}" + (
             f" ({names})" if names else ""
         )
-    raw = chosen.name == "dsml-v32"  # the file's text is the content: positions are the file's
+    # The file's text is the content: positions are the file's (not for a JSON message).
+    raw = chosen.raw and not (chosen.read is not read_raw and output.tool_calls)
     return "\n".join(
         render_defect(
             str(path),

@@ -2,9 +2,13 @@
 
 - `dsml-v32`: the content is DeepSeek-V3.2's raw text, tool calls as a DSML block.
 - `openai-parsed`: the server parsed the calls; the file is a JSON assistant message.
+- `qwen3_coder`, `hermes`, `deepseek_v31`, `kimi_k2`, `glm45`, `glm47`, `harmony`,
+  `minimax_m2`, `mistral`: another family's raw completion text, read by its strict
+  validator in repro/checkers/families/ (a JSON message with server-parsed `tool_calls` is
+  read too).
 
 A new format is one more entry: DeepSeek-V4's `tool_calls` block is the same parser with
-another `Dialect`; Hermes/Qwen `<tool_call>{json}</tool_call>` would bring its own parser.
+another `Dialect`; another family is one more module in repro/checkers/families/.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from repro.checkers.dsml.stream import parse_dsml
+from repro.checkers.families import FAMILIES
 from repro.checkers.free_text import check_free_text
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import Where
@@ -29,6 +34,7 @@ class Format:
     summary: str
     read: Callable[[str], AssistantOutput]  # a file's text as one turn; ValueError if unreadable
     check: Callable[[AssistantOutput, ToolSet], Verdict]
+    raw: bool = False  # a file is the completion's raw text, so offsets are the file's
 
 
 def _verdict(calls: tuple[ToolCall, ...], defects: list[Defect]) -> Verdict:
@@ -111,11 +117,27 @@ def _list(value: object, where: str) -> list:
     return value or []
 
 
-DSML_V32 = Format("dsml-v32", "raw DeepSeek-V3.2 completion text", read_raw, check_dsml_v32)
+def read_family_turn(text: str) -> AssistantOutput:
+    """Raw completion text, or, when the file is a JSON assistant message or chat completion,
+    that message (its server-parsed calls are then checked)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            return read_message(text)
+        except (ValueError, RecursionError):
+            pass  # raw text that happens to start with a brace
+    return AssistantOutput(content=text)
+
+
+DSML_V32 = Format("dsml-v32", "raw DeepSeek-V3.2 completion text", read_raw, check_dsml_v32, True)
 OPENAI_PARSED = Format(
     "openai-parsed",
     "JSON assistant message with server-parsed tool_calls",
     read_message,
     check_openai_parsed,
 )
-FORMATS: dict[str, Format] = {f.name: f for f in (DSML_V32, OPENAI_PARSED)}
+FAMILY_FORMATS = tuple(
+    Format(family.name, family.summary, read_family_turn, family.check, True)
+    for family in FAMILIES.values()
+)
+FORMATS: dict[str, Format] = {f.name: f for f in (DSML_V32, OPENAI_PARSED, *FAMILY_FORMATS)}

@@ -1,7 +1,8 @@
 """Every defect kind the checkers report: a stable snake_case name and what it means.
 
 The table below is also in docs/checkers.md; a test keeps both equal to `MEANINGS`.
-"Rule n" is DeepSeek's grammar, research/dsml.md §1.6.
+"Rule n" is DeepSeek's grammar, research/dsml.md §1.6; "other formats" are the families in
+repro/checkers/families/ (docs/checkers.md, "Other tool-call formats").
 
 | kind | group | meaning |
 |---|---|---|
@@ -23,9 +24,9 @@ The table below is also in docs/checkers.md; a test keeps both equal to `MEANING
 | `text_after_eos` | markup | Text after the end-of-sentence token. |
 | `truncated_block` | markup | The text ends inside the tool-call block, and generation was not cut by the length limit. |
 | `truncated_call` | markup | Generation hit the length limit (finish_reason `length`) inside a tool call. |
-| `markup_in_content` | leak | Well-formed DSML markup in content outside the one block that may end it (rule 8). |
-| `markup_in_reasoning` | leak | DSML markup in the reasoning (rules 1, 8). |
-| `markup_in_value` | leak | DSML markup inside a parameter value or a server-parsed argument string. |
+| `markup_in_content` | leak | Well-formed tool-call markup (DSML, or the format's own markers) in content outside the calls that may end it (rule 8). |
+| `markup_in_reasoning` | leak | Tool-call markup (DSML, or the format's own markers) in the reasoning (rules 1, 8). |
+| `markup_in_value` | leak | Tool-call markup (DSML, or the format's own markers) inside a parameter value or an argument string, raw or server-parsed. |
 | `special_token` | leak | A special token as text: BOS, EOS (except one at the very end), `<｜User｜>`, `<think>`, `</think>`, any `<｜…｜>` token. |
 | `unknown_tool` | call | A call to a tool the request did not declare. |
 | `invalid_json_value` | call | A `string="false"` parameter value that is not JSON (NaN and Infinity included). |
@@ -36,6 +37,20 @@ The table below is also in docs/checkers.md; a test keeps both equal to `MEANING
 | `invalid_char` | text | NUL, a C1 control character (U+0080 to U+009F) or a lone surrogate. |
 | `runaway_repetition` | text | At least 512 characters that repeat one unit of at most 512 characters 8 or more times; or a word's unit of at most 5 characters repeated 100 times over at least 160 characters (a short-period loop). |
 | `empty_turn` | turn | No content (besides whitespace) and no tool call. |
+| `bad_framing` | markup | Other formats: text between two markers other than the exact bytes the model's template writes there (a newline missing, doubled or added, indentation, stray text between calls). |
+| `malformed_call` | markup | Other formats: a call's head not of the grammar's form: no name, a name that is not an identifier, an unterminated `<function=NAME`, a Hermes object without exactly `name` and `arguments`, a Harmony header not `to=functions.NAME <\\|constrain\\|>json`. |
+| `malformed_arguments` | markup | Other formats: a call's JSON payload that is not one JSON object (empty, cut, two objects, trailing text), or a string inside it cut open by a marker. |
+| `unclosed_element` | markup | Other formats: an element ended by the next one or by its parent's end instead of its own closing marker (a Qwen or MiniMax parameter closed by the next parameter, a `<tool_call>` closed by the next); engines recover it, the model's grammar never writes it. |
+| `missing_open_tag` | markup | Other formats: an element without its opening marker (`<function=` with no `<tool_call>`, `<invoke` with no `<minimax:tool_call>`, a Kimi call with no section, a GLM `</arg_key>` with no `<arg_key>`). |
+| `marker_variant` | markup | Other formats: a marker spelled as some engine accepts but the model never writes it (Kimi's singular `<\\|tool_call_section_begin\\|>`, a Kimi id without `functions.`, Mistral's `[TOOL_CALLS` without `]`). |
+| `stray_marker` | markup | Other formats: a well-formed marker where the grammar does not allow it (a closer without its opener, an opener inside a call, a second reasoning end). |
+| `bad_call_id` | call | Other formats: a call id not of the model's form (Kimi `functions.NAME:IDX` with IDX counting up by one within the turn, the name matching the call; Mistral's nine alphanumerics). |
+| `value_type_mismatch` | call | Other formats: an untyped parameter text (Qwen3 XML, GLM, MiniMax) that cannot be read as any type the parameter's schema allows, e.g. `five` for an integer. |
+| `python_literal` | call | Other formats: a non-string parameter written in Python's spelling (`True`, `None`, single-quoted strings) where the template writes JSON; engines coerce it with `literal_eval`. |
+| `call_in_reasoning` | leak | A tool call opened before the reasoning closes where the format forbids it, or tool-call markup in a separately returned reasoning (the client never gets that call). |
+| `recipient_on_analysis` | leak | Harmony: a `to=` recipient on the `analysis` channel; the model addresses tools only from `commentary`. |
+| `stripped_marker` | leak | A special marker's text with its bracketing token stripped or garbled (`tool_call_begin`, `functions.get:0` without Kimi's tokens, `tool▁sep`, a bare Hermes `{"name": ..., "arguments": ...}`): the detokenizer dropped special tokens. |
+| `partial_marker` | leak | Text that ends in the first characters of a marker (`<tool_ca`, `<\\|tool_call`, `[TOOL_CA`): a marker cut or flushed as text in pieces. |
 """
 
 from __future__ import annotations
@@ -75,6 +90,20 @@ class Kind(StrEnum):
     INVALID_CHAR = "invalid_char"
     RUNAWAY_REPETITION = "runaway_repetition"
     EMPTY_TURN = "empty_turn"
+    BAD_FRAMING = "bad_framing"
+    MALFORMED_CALL = "malformed_call"
+    MALFORMED_ARGUMENTS = "malformed_arguments"
+    UNCLOSED_ELEMENT = "unclosed_element"
+    MISSING_OPEN_TAG = "missing_open_tag"
+    MARKER_VARIANT = "marker_variant"
+    STRAY_MARKER = "stray_marker"
+    BAD_CALL_ID = "bad_call_id"
+    VALUE_TYPE_MISMATCH = "value_type_mismatch"
+    PYTHON_LITERAL = "python_literal"
+    CALL_IN_REASONING = "call_in_reasoning"
+    RECIPIENT_ON_ANALYSIS = "recipient_on_analysis"
+    STRIPPED_MARKER = "stripped_marker"
+    PARTIAL_MARKER = "partial_marker"
 
 
 def _table_rows(doc: str) -> dict[str, tuple[str, str]]:

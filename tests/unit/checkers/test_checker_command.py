@@ -190,8 +190,8 @@ def test_the_console_command(files) -> None:
     dirty = run("--tools", str(files["tools"]), "--json", str(files["good"]), str(files["bad"]))
     assert dirty.returncode == 1
     assert [json.loads(line)["clean"] for line in dirty.stdout.splitlines()] == [True, False]
-    bad_format = run("--tools", str(files["tools"]), "--format", "hermes", str(files["good"]))
-    assert bad_format.returncode == 2 and "Unknown format 'hermes'" in bad_format.stderr
+    bad_format = run("--tools", str(files["tools"]), "--format", "llama3_json", str(files["good"]))
+    assert bad_format.returncode == 2 and "Unknown format 'llama3_json'" in bad_format.stderr
 
 
 def test_a_tool_schema_that_cannot_be_applied_is_a_usage_error(files, tmp_path: Path) -> None:
@@ -200,3 +200,17 @@ def test_a_tool_schema_that_cannot_be_applied_is_a_usage_error(files, tmp_path: 
     tools.write_text(json.dumps([{"name": "get_weather", "parameters": schema}]), encoding="utf-8")
     with pytest.raises(UsageError, match="cannot be used: tool 'get_weather'"):
         check_command(tools, [files["good"]])
+
+
+def test_another_format_is_read_by_its_validator(tmp_path: Path, capsys) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    good = tmp_path / "good.txt"
+    good.write_text("<tool_call>\n<function=get_date>\n</function>\n</tool_call>", encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Done.\n<function=get_date>\n</function>", encoding="utf-8")
+    assert check_command(tools, [good, bad], "qwen3_coder") == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{good}: clean, 1 tool call (get_date)"
+    # The position is the file's own: line 2, column 1, where `<function=` opens unwrapped.
+    assert out[1].startswith(f"{bad}:2:1: missing_open_tag: ")

@@ -28,7 +28,26 @@ def test_public_names() -> None:
             "toolset_for",
         ]
     )
-    assert sorted(repro.checkers.FORMATS) == ["dsml-v32", "openai-parsed"]
+    assert list(repro.checkers.FORMATS) == [
+        "dsml-v32",
+        "openai-parsed",
+        "qwen3_coder",
+        "hermes",
+        "deepseek_v31",
+        "kimi_k2",
+        "glm45",
+        "glm47",
+        "harmony",
+        "minimax_m2",
+        "mistral",
+    ]
+
+
+def test_the_families_surface() -> None:
+    import repro.checkers.families as families
+
+    assert sorted(families.__all__) == ["FAMILIES", "Family", "FamilyStream"]
+    assert len(list((REPO / "repro" / "checkers" / "families").glob("*.py"))) <= 25
 
 
 def test_every_kind_has_one_meaning_and_the_docs_carry_the_same_table() -> None:
