@@ -6,6 +6,7 @@ Exit codes: 0 every file clean, 1 any defect, 2 a usage error (raised as UsageEr
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from repro.checkers.formats import FORMATS, Format, read_raw
@@ -42,6 +43,8 @@ def check_command(
         print(report.encode("utf-8", "backslashreplace").decode("utf-8"))
     if not as_json and len(files) > 1:
         print(f"{len(files)} files checked: {dirty} with defects ({_count(defects, 'defect')}).")
+    for note in toolset.unjudged:  # a pattern not evaluated: never a defect, but said
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_CORRUPTION if dirty else EXIT_OK
 
 
