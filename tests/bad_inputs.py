@@ -222,18 +222,32 @@ _BASELINES: dict[tuple[str, ...], int] = {}
 
 
 def check_streams(invocation: Invocation) -> Answer:
-    """The command with its streams closed, broken or full exits as it does with them fine."""
+    """The command with its streams closed, broken or full exits as it does with them fine
+    (against a generated server: each of the two runs gets a fresh one and its own folder)."""
     assert invocation.streams is not None and invocation.folder is not None
-    key = tuple(invocation.argv)
-    if key not in _BASELINES:
-        _BASELINES[key] = run_with_streams(invocation.argv, "", invocation.folder)
-    code = run_with_streams(invocation.argv, invocation.streams, invocation.folder)
-    if code != _BASELINES[key]:
+    if invocation.server is not None:
+        baseline = _gate_with_streams(invocation, "", "fine")
+        code = _gate_with_streams(invocation, invocation.streams, "hostile")
+    else:
+        key = tuple(invocation.argv)
+        if key not in _BASELINES:
+            _BASELINES[key] = run_with_streams(invocation.argv, "", invocation.folder)
+        baseline = _BASELINES[key]
+        code = run_with_streams(invocation.argv, invocation.streams, invocation.folder)
+    if code != baseline:
         raise WrongAnswer(
             f"repro {invocation.argv!r} {invocation.streams}: exit {code}, "
-            f"but {_BASELINES[key]} with its streams fine"
+            f"but {baseline} with its streams fine"
         )
     return Answer(code, "", "")
+
+
+def _gate_with_streams(invocation: Invocation, redirections: str, name: str) -> int:
+    assert invocation.server is not None and invocation.folder is not None
+    out = invocation.folder / name
+    with serving(invocation.server) as url:
+        argv = [a.replace(URL_SLOT, url) for a in invocation.argv] + ["--out", str(out)]
+        return run_with_streams(argv, redirections, invocation.folder)
 
 
 def check_gate_rule(invocation: Invocation, answer: Answer) -> None:
@@ -567,9 +581,16 @@ def hostile_path_invocations(draw: st.DrawFn, folder: Path, base: Path) -> Invoc
 
 @st.composite
 def stream_invocations(draw: st.DrawFn, folder: Path, base: Path) -> Invocation:
+    """A fixed command, or a one-session gate against a generated server, with its streams
+    closed, broken or full."""
+    redirections = STREAMS[draw(st.sampled_from(sorted(STREAMS)))]
+    if draw(st.booleans()):
+        argv = ["gate", "--url", URL_SLOT, "--sessions", "1", "--max-turns", "2",
+                "--ramp-up", "0", "--turn-timeout", "3", "--stall-after", "0.5"]  # fmt: skip
+        script = draw(server_scripts())
+        return Invocation(argv, frozenset({0, 1, 2}), script, streams=redirections, folder=folder)
     commands = stream_commands(base, base.parent)  # files that outlive the example: baselines
     argv = commands[draw(st.sampled_from(sorted(commands)))]
-    redirections = STREAMS[draw(st.sampled_from(sorted(STREAMS)))]
     return Invocation(argv, frozenset({0, 1, 2}), streams=redirections, folder=folder)
 
 

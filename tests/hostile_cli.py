@@ -21,6 +21,15 @@ from hypothesis import strategies as st
 LONG_NAME = "n" * 300
 
 
+# A name the system takes but that a careless reader of paths would not: any text but "/" and
+# NUL, or past the 255-byte limit of one name.
+names = st.one_of(
+    st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=["Cs"]),
+            min_size=1, max_size=40),
+    st.integers(200, 400).map(lambda n: "n" * n),
+)  # fmt: skip
+
+
 def _path_kinds(folder: Path) -> dict[str, str]:
     """Hostile paths, made real in the scratch folder where they must exist to be hostile."""
     (folder / "a-file").write_text("mine")
@@ -53,8 +62,10 @@ def _path_kinds(folder: Path) -> dict[str, str]:
 @st.composite
 def path_invocations(draw: st.DrawFn, folder: Path, base: Path) -> tuple[list[str], frozenset[int]]:
     paths = _path_kinds(folder)
-    out = paths[draw(st.sampled_from(sorted(paths)))]
-    junit = paths[draw(st.sampled_from(sorted(paths)))]
+    generated = str(folder.joinpath(*draw(st.lists(names, min_size=1, max_size=4))))
+    choices = [*sorted(paths.values()), generated]
+    out = draw(st.sampled_from(choices))
+    junit = draw(st.sampled_from(choices))
     command = draw(st.sampled_from(["gate", "report", "sweep"]))
     if command == "gate":  # port 9 on loopback: nothing listens, so a fine path ends there
         argv = ["gate", "--url", "http://127.0.0.1:9", "--sessions", "1", "--out", out]
