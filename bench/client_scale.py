@@ -39,7 +39,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each stream")
     parser.add_argument("--ramp-up", type=float, default=2.0)
     parser.add_argument("--workers", default="1", help="comma-separated worker counts")
-    parser.add_argument("--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)")
+    parser.add_argument(
+        "--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)"
+    )
     parser.add_argument("--boost", action="store_true",
                         help="raise this session's CPU share (autogroup nice -10) on a shared "
                              "machine, so other work does not set the loop lag")  # fmt: skip
