@@ -135,3 +135,49 @@ def test_a_killed_api_server_is_an_engine_error_and_leaves_nothing(
     assert process.returncode == 2, stderr
     assert "The single engine process was killed by signal 9" in stderr
     assert alive(group) == set()
+
+
+def test_the_tiny_model_thinks_when_asked_and_its_budget_holds(
+    vllm_python: Path, tmp_path: Path
+) -> None:
+    """The template's thinking mode, vLLM's qwen3 reasoning parser and a thinking budget:
+    asked, the answer is reasoning (up to </think>); a budget forces </think> after that many
+    tokens, and the rest is content; not asked, everything is content."""
+    import anyio
+    import httpx
+
+    from repro.harness.launch.launcher import launch
+    from repro.harness.launch.plan import build_plan
+    from repro.harness.launch.profile import load_profile
+    from repro.spec import DEFAULT_PROFILES, RunSpec
+
+    profile = load_profile(DEFAULT_PROFILES["vllm"])
+    spec = RunSpec.build(backend="vllm")
+    plan = build_plan(profile, spec, profile.resolve_knobs({}))
+    messages = [{"role": "user", "content": "Read src/main.py and fix the failing test."}]
+
+    async def ask(client: httpx.AsyncClient, url: str, **extra) -> dict:
+        body = {"model": "tiny", "messages": messages, "max_tokens": 48, "temperature": 0}
+        answer = await client.post(f"{url}/v1/chat/completions", json=body | extra)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["choices"][0]["message"]
+
+    async def main() -> list[dict]:
+        async with (
+            launch(plan, tmp_path / "logs") as deployment,
+            httpx.AsyncClient(timeout=300, trust_env=False) as client,
+        ):
+            url = deployment.entry_url
+            thinking = {"chat_template_kwargs": {"enable_thinking": True}}
+            return [
+                await ask(client, url),
+                await ask(client, url, **thinking),
+                await ask(client, url, **thinking, thinking_token_budget=8),
+            ]
+
+    plain, thinking, budgeted = anyio.run(main)
+    assert plain["content"] and not plain.get("reasoning_content") and not plain.get("reasoning")
+    reasoning = thinking.get("reasoning_content") or thinking.get("reasoning")
+    assert reasoning and "<think>" not in reasoning
+    short = budgeted.get("reasoning_content") or budgeted.get("reasoning") or ""
+    assert budgeted["content"] and len(short) < len(reasoning)

@@ -282,8 +282,15 @@ class VllmServerChecker:
     def __init__(self, extra_flags: list[dict]):
         from vllm import envs
         from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        # The serve parser moved across releases: entrypoints/launchers from 0.25 or so,
+        # entrypoints/openai before; FlexibleArgumentParser from vllm.utils to argparse_utils.
+        cli_args = _first_module(VLLM_CLI_ARGS)
+        make_arg_parser = cli_args.make_arg_parser
+        validate_parsed_serve_args = cli_args.validate_parsed_serve_args
+        FlexibleArgumentParser = _first_module(
+            ("vllm.utils.argparse_utils", "vllm.utils")
+        ).FlexibleArgumentParser
 
         class Rewritten(Exception):
             """Carries argv as FlexibleArgumentParser.parse_args hands it to argparse."""
@@ -346,10 +353,26 @@ class VllmServerChecker:
         return problems, warnings
 
 
+VLLM_CLI_ARGS = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
+
+
+def _first_module(names: tuple[str, ...]):
+    """The first of these modules that imports; the last one's error if none does."""
+    import importlib
+
+    for name in names[:-1]:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if not name.startswith(exc.name or "\0"):  # a dependency is missing: say so
+                raise
+    return importlib.import_module(names[-1])
+
+
 CHECKERS = {
     "sglang-server": ("sglang.srt.server_args", ServerChecker),
     "sglang-router": ("sglang_router", lambda extra_flags: RouterChecker()),
-    "vllm-server": ("vllm.entrypoints.launchers.cli_args", VllmServerChecker),
+    "vllm-server": (" or ".join(VLLM_CLI_ARGS), VllmServerChecker),
 }
 
 

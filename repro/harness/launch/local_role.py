@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repro.errors import EngineError
+from repro.errors import EngineError, UsageError
 from repro.harness.launch.plan import RolePlan
 from repro.harness.launch.supervisor import kill_cgroup, remove_cgroup
 
@@ -59,6 +59,8 @@ class LocalRole:
     """One started role: its supervisor process, the engine's pid, and its log."""
 
     def __init__(self, plan: RolePlan, logs_dir: Path, stop_timeout_s: float) -> None:
+        if missing := plan.missing_program():  # an environment not built yet: say how
+            raise UsageError(missing)
         self.plan = plan
         self.log_path = logs_dir / f"{plan.name}.log"
         with self.log_path.open("ab") as log:

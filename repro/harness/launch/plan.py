@@ -30,6 +30,20 @@ class RolePlan:
     health_url: str
     router: bool
     host: str = HOST  # the address it listens on and is reached at
+    # The command that builds the program it runs (the profile's [builds]), when that
+    # program is a setting's value: a missing one is then named with it (missing_program).
+    build: str | None = None
+
+    def missing_program(self) -> str | None:
+        """One sentence naming the command that builds this role's program, when the
+        profile knows one and the program, a path on this host, does not exist."""
+        program = self.argv[0] if self.argv else ""
+        if self.build is None or not program.startswith("/") or Path(program).exists():
+            return None
+        return (
+            f"The {self.name} role's program {program} does not exist: build it with "
+            f"`{self.build}` (or point the profile's setting at another)."
+        )
 
     @property
     def url(self) -> str:
@@ -154,7 +168,11 @@ def builtin_values(profile: Profile, spec: RunSpec) -> dict[str, str | Missing]:
         else Missing("needs {profile_dir}, but this profile was not read from a file"),
         "host": HOST,
         "seed": str(spec.seed),
-    }
+    } | (
+        {named: profile.version_in(spec.settings)}
+        if (named := profile.engine.version_setting)
+        else {}
+    )
 
 
 def setting_values(
@@ -193,6 +211,8 @@ def _plan(
     config: dict[str, str],
     on: Addresses,
 ) -> LaunchPlan:
+    profile = profile.for_settings(spec.settings)
+    profile.resolve_knobs({k: v for k, v in config.items() if k in profile.knob_names()})
     topology = profile.topologies[config["topology"]]
     names = topology.roles
     changes = {r: _changes_for(profile, config, r) for r in names}
@@ -216,6 +236,7 @@ def _plan(
         values[f"{r}_url"] = f"http://{on.host(r)}:{role_port[r]}"
         values.update(zip(extra[r], map(str, got[r][1:]), strict=True))
 
+    builds = _build_commands(profile, spec, values)
     roles = []
     for r in names:
         role = profile.roles[r]
@@ -231,7 +252,10 @@ def _plan(
         argv = [fill(a, local, where) for a in [*role.prefix, *command, *args]] + server_args
         env = {k: fill(v, local, where) for k, v in env.items()}
         health = f"http://{on.host(r)}:{role_port[r]}{health_path}"
-        roles.append(RolePlan(r, tuple(argv), env, role_port[r], health, role.router, on.host(r)))
+        build = None if role.prefix else builds.get(argv[0])
+        roles.append(
+            RolePlan(r, tuple(argv), env, role_port[r], health, role.router, on.host(r), build)
+        )
     start_order = [r for r in roles if r.name != topology.entry] + [
         r for r in roles if r.name == topology.entry
     ]
@@ -243,3 +267,23 @@ def _plan(
         health_timeout_s=spec.health_timeout_s or profile.engine.health_timeout_s,
         stop_timeout_s=profile.engine.stop_timeout_s,
     )
+
+
+def _build_commands(
+    profile: Profile, spec: RunSpec, values: dict[str, str | Missing]
+) -> dict[str, str]:
+    """Each [builds] setting's filled value -> the command that builds it (as written, when
+    this launch cannot fill it: a wheel install has no {repo_root}). Not for a program the
+    user named (--set, --server-python): the profile's recipe builds its own default."""
+    where = f"Profile {profile.source or profile.engine.name}"
+    commands = {}
+    for setting, template in profile.builds.items():
+        if setting in spec.settings or (setting == "python" and spec.server_python):
+            continue
+        program = values.get(setting)
+        if isinstance(program, str):
+            try:
+                commands[program] = fill(template, values, where)
+            except UsageError:
+                commands[program] = template
+    return commands

@@ -124,7 +124,7 @@ def check_plans(
     verdicts: list[RoleVerdict] = []
     for launcher, group in jobs.items():
         verdicts += _run_probe(launcher, group, extra_flags, timeout_s)
-    _note_version_mismatch(verdicts, profile)
+    _note_version_mismatch(verdicts, profile, [plan.engine_identity for plan in plans])
     elapsed_s = time.monotonic() - started
     return [
         PreflightReport(
@@ -181,7 +181,11 @@ def _run_probe(
             check=False,
         )
     except FileNotFoundError:
-        failure = f"interpreter {launcher[0]!r} not found; point --server-python (or --set) at the engine's Python"
+        failure = next(
+            (m for _, role, _, _ in group if (m := role.missing_program())),
+            f"interpreter {launcher[0]!r} not found; point --server-python (or --set) at the "
+            "engine's Python",
+        )
     except subprocess.TimeoutExpired:
         failure = (
             f"{' '.join(launcher)} did not answer within {timeout_s:.0f} s (importing the "
@@ -227,18 +231,21 @@ def _answer_line(stdout: str) -> dict | None:
     return None
 
 
-def _note_version_mismatch(verdicts: list[RoleVerdict], profile: Profile) -> None:
+def _note_version_mismatch(
+    verdicts: list[RoleVerdict], profile: Profile, identities: list[str]
+) -> None:
     """Trials are cached under the profile's version; say so when the interpreter's differs."""
     checker = {"sglang": "sglang-server", "vllm": "vllm-server"}.get(profile.engine.name)
     if checker is None:
         return
-    expected = f"{profile.engine.name} {profile.engine.version}"
     for n, verdict in enumerate(verdicts):
+        # The plan's identity: the release its version setting names, if the profile has one.
+        expected = identities[verdict.plan_index]
         # A local version label (vLLM's `+cpu`) names the build, not another release.
         found = verdict.versions.split("+", 1)[0]
         if verdict.checker == checker and found not in (expected, "unknown"):
             note = (
-                f"profile {profile.identity()} but this interpreter has {verdict.versions}; "
+                f"profile {expected} but this interpreter has {verdict.versions}; "
                 "results will be filed under the profile's version"
             )
             verdicts[n] = replace(verdict, warnings=(*verdict.warnings, note))

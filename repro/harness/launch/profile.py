@@ -15,6 +15,11 @@ Its tables:
                   thinking mode), and settings that grow with the sessions in flight
     [preflight]   flags a fork adds to the engine's parser, so upstream's parser can check the
                   rest; how long the probe may take (timeout_s)
+    [builds]      per setting naming a program (an engine's interpreter), the command that
+                  builds it: a launch whose program is missing says to run it
+    [versions.R]  for the releases in range R (`<0.20`, `>=0.12,<0.17`) of the one
+                  `[engine] version_setting` names: settings, role changes and knob mappings
+                  that differ there (versions.py)
     [placement.T] --launcher slurm: the nodes topology T needs and the node of each role
                   (placement.py)
 
@@ -49,6 +54,7 @@ from repro.errors import UsageError
 from repro.harness.launch.placeholders import placeholders
 from repro.harness.launch.placement import PlacementSpec, check_placements, on_one_node
 from repro.harness.launch.run_defaults import RunDefaults
+from repro.harness.launch.versions import VersionRange, version_key
 from repro.knobs import STORY_DEFAULTS, describe
 from repro.spec import MAX_WAIT_S, Oracle
 from repro.user_files import TOO_DEEP, read_user_text
@@ -164,6 +170,32 @@ class EngineSpec(_Strict):
     # The default --oracle: validity needs a model that writes DSML; an engine serving a
     # small or dummy model (noise) is judged by divergence from a replay alone.
     oracle: Oracle = "validity"
+    # The [settings] entry naming the release a launch runs (`--set NAME=0.19.1`): it picks
+    # the [versions] tables that apply and replaces `version` in the identity. Its default
+    # in [settings] is `version`.
+    version_setting: str | None = None
+
+
+def _version_range(text: str) -> str:
+    VersionRange.parse(text)
+    return text
+
+
+class KnobInRange(_Strict):
+    """A knob as a range of releases has it: value mappings that replace the profile's (per
+    value and selector), or `unmapped` when those releases have no such switch."""
+
+    map: dict[str, dict[str, RoleChange]] = Field(default_factory=dict)
+    unmapped: Unmapped | None = None
+
+
+class ReleasesSpec(_Strict):
+    """What differs for the releases in one range: settings' defaults, each role's own
+    change (args appended, env merged, command replaced) and knobs."""
+
+    settings: dict[str, str] = Field(default_factory=dict)
+    roles: dict[str, RoleChange] = Field(default_factory=dict)
+    knobs: dict[str, KnobInRange] = Field(default_factory=dict)
 
 
 class Profile(_Strict):
@@ -175,6 +207,10 @@ class Profile(_Strict):
     preflight: PreflightSpec = Field(default_factory=PreflightSpec)
     run: RunDefaults = Field(default_factory=RunDefaults)
     placement: dict[str, PlacementSpec] = Field(default_factory=dict)
+    builds: dict[str, str] = Field(default_factory=dict)
+    versions: dict[Annotated[str, AfterValidator(_version_range)], ReleasesSpec] = Field(
+        default_factory=dict
+    )
     source: Path | None = None
 
     @model_validator(mode="after")
@@ -214,6 +250,12 @@ class Profile(_Strict):
                     f"[run.settings_by_concurrency] scales '{setting}', which [settings] does "
                     f"not declare; declared: {', '.join(self.settings) or 'none'}"
                 )
+        if self.run.tool_format is not None:
+            for name in placeholders(self.run.tool_format, "[run] tool_format"):
+                if name not in self.settings:
+                    raise ValueError(
+                        f"[run] tool_format uses {{{name}}}, which [settings] does not declare"
+                    )
         scale = self.run.time_scale_setting
         if scale is not None and scale not in self.settings:
             raise ValueError(
@@ -221,8 +263,125 @@ class Profile(_Strict):
             )
         topology_roles = {name: topo.roles for name, topo in self.topologies.items()}
         check_placements(self.placement, topology_roles, self.settings)
+        for setting in self.builds:
+            if setting not in self.settings:
+                raise ValueError(
+                    f"[builds] names '{setting}', which [settings] does not declare; "
+                    f"declared: {', '.join(self.settings) or 'none'}"
+                )
+        self._check_versions()
         self._check_placeholders()
         return self
+
+    def _check_versions(self) -> None:
+        named = self.engine.version_setting
+        if named is not None and self.settings.get(named) != self.engine.version:
+            raise ValueError(
+                f"[engine] version_setting names '{named}': [settings] must declare it with "
+                f'the engine\'s version, {named} = "{self.engine.version}"'
+            )
+        if self.versions and named is None:
+            raise ValueError(
+                "[versions] tables need [engine] version_setting, the setting that names the "
+                "release a launch runs"
+            )
+        for where, releases in self.versions.items():
+            for key in releases.settings:
+                if key not in self.settings or key == named:
+                    raise ValueError(
+                        f"[versions.\"{where}\"] sets '{key}', which is not a [settings] entry "
+                        "it may change"
+                    )
+            for role in releases.roles:
+                if role not in self.roles:
+                    raise ValueError(
+                        f"[versions.\"{where}\"] names role '{role}', which has no [roles.{role}]"
+                    )
+            for knob, spec in releases.knobs.items():
+                if knob not in self.knobs:
+                    raise ValueError(
+                        f"[versions.\"{where}\"] names knob '{knob}', which [knobs] does not declare"
+                    )
+                values = self.knobs[knob].values
+                for value, changes in spec.map.items():
+                    if value not in values:
+                        raise ValueError(
+                            f"[versions.\"{where}\"] knob '{knob}': map names value '{value}', "
+                            f"not one of {values}"
+                        )
+                    for selector in changes:
+                        if selector not in self.roles and selector not in (
+                            SELECTOR_ENGINE,
+                            SELECTOR_ALL,
+                        ):
+                            raise ValueError(
+                                f"[versions.\"{where}\"] knob '{knob}.{value}': unknown role "
+                                f"selector '{selector}'"
+                            )
+                if spec.unmapped and spec.unmapped.native != self._default_of(
+                    knob, self.knobs[knob]
+                ):
+                    raise ValueError(
+                        f"[versions.\"{where}\"] unmapped knob '{knob}': its native value must "
+                        "be the knob's default"
+                    )
+
+    # -- releases ----------------------------------------------------------------------------
+
+    def version_in(self, settings: typing.Mapping[str, str]) -> str:
+        """The release a launch with these `--set` settings runs."""
+        named = self.engine.version_setting
+        return settings.get(named, self.engine.version) if named else self.engine.version
+
+    def at_version(self, version: str) -> Profile:
+        """This profile as the release `version` has it: every [versions] table whose range
+        holds it applied in the order written (a later one wins), the engine's version
+        replaced, and no [versions] left. Without a version_setting, itself."""
+        named = self.engine.version_setting
+        if named is None:
+            return self
+        try:
+            version_key(version)
+        except ValueError as exc:
+            raise UsageError(f"Profile {self._name()}: --set {named}={version}: {exc}.") from None
+        settings, roles = dict(self.settings), dict(self.roles)
+        knobs = dict(self.knobs)
+        for where, releases in self.versions.items():
+            if version not in VersionRange.parse(where):
+                continue
+            settings |= releases.settings
+            for name, change in releases.roles.items():
+                role = roles[name]
+                roles[name] = role.model_copy(
+                    update={
+                        "command": [*(change.command or role.command), *change.args],
+                        "env": role.env | change.env,
+                        "health": change.health or role.health,
+                        "ports": [*role.ports, *change.ports],
+                    }
+                )
+            for name, spec in releases.knobs.items():
+                knob = knobs[name]
+                merged = {v: dict(c) for v, c in knob.map.items()}
+                for value, changes in spec.map.items():
+                    merged.setdefault(value, {}).update(changes)
+                knobs[name] = knob.model_copy(
+                    update={"map": merged, "unmapped": spec.unmapped or knob.unmapped}
+                )
+        settings[named] = version
+        return self.model_copy(
+            update={
+                "engine": self.engine.model_copy(update={"version": version}),
+                "settings": settings,
+                "roles": roles,
+                "knobs": knobs,
+                "versions": {},
+            }
+        )
+
+    def for_settings(self, settings: typing.Mapping[str, str]) -> Profile:
+        """at_version for the release these `--set` settings name."""
+        return self.at_version(self.version_in(settings))
 
     def placeholder_names(self) -> list[str]:
         """Every name some launch of this profile defines: the built-ins, `port`, each role's
@@ -241,9 +400,12 @@ class Profile(_Strict):
                 names = placeholders(template, f"'{where}'")
             except UsageError as exc:
                 raise ValueError(str(exc).removesuffix(".")) from None
-            if where.startswith(("settings.", SCALED)):  # filled from the built-ins alone
-                own = where.removeprefix(SCALED).removeprefix("settings.").split(".")[0]
-                allowed = [n for n in SETTING_BUILTINS if n != own]
+            in_range = where.startswith("versions.") and ".settings." in where
+            if where.startswith(("settings.", SCALED)) or in_range:  # from the built-ins alone
+                own = where.split(".settings.", 1)[1] if in_range else where
+                own = own.removeprefix(SCALED).removeprefix("settings.").split(".")[0]
+                named = self.engine.version_setting
+                allowed = [n for n in (*SETTING_BUILTINS, *[named] * bool(named)) if n != own]
                 if unknown := [n for n in names if n not in allowed]:
                     raise ValueError(
                         f"'{where}' uses {{{unknown[0]}}}; a setting may use only these "
@@ -259,6 +421,11 @@ class Profile(_Strict):
         for spec in self.knobs.values():
             for changes in spec.map.values():
                 yield from changes.values()
+        for releases in self.versions.values():
+            yield from releases.roles.values()
+            for knob in releases.knobs.values():
+                for changes in knob.map.values():
+                    yield from changes.values()
 
     def templates(self) -> Iterator[tuple[str, str]]:
         """Every string that placeholders are filled in, with its key path."""
@@ -273,6 +440,20 @@ class Profile(_Strict):
                     yield f"roles.{name}.{part}[{i}]", word
             for key, value in role.env.items():
                 yield f"roles.{name}.env.{key}", value
+        for key, value in self.builds.items():
+            yield f"builds.{key}", value
+        for where, releases in self.versions.items():
+            at = f'versions."{where}"'
+            for key, value in releases.settings.items():
+                yield f"{at}.settings.{key}", value
+            for name, change in releases.roles.items():
+                yield from _change_templates(f"{at}.roles.{name}", change)
+            for knob, spec in releases.knobs.items():
+                for value, changes in spec.map.items():
+                    for selector, change in changes.items():
+                        yield from _change_templates(
+                            f"{at}.knobs.{knob}.map.{value}.{selector}", change
+                        )
         for knob, spec in self.knobs.items():
             for value, changes in spec.map.items():
                 for selector, change in changes.items():
@@ -351,6 +532,14 @@ class Profile(_Strict):
 
     def describe(self, config: dict[str, str]) -> str:
         return describe(config)
+
+
+def _change_templates(at: str, change: RoleChange) -> Iterator[tuple[str, str]]:
+    for part in ("args", "command"):
+        for i, word in enumerate(getattr(change, part) or ()):
+            yield f"{at}.{part}[{i}]", word
+    for key, value in change.env.items():
+        yield f"{at}.env.{key}", value
 
 
 def load_profile(path: Path) -> Profile:

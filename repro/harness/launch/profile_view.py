@@ -84,6 +84,11 @@ def profile_document(profile: Profile) -> dict[str, Any]:
             for name, modelled_s in profile.run.modelled_s.items()
         },
         "placeholders": profile.placeholder_names(),
+        "builds": dict(profile.builds),
+        "versions": {
+            where: releases.model_dump(exclude_defaults=True)
+            for where, releases in profile.versions.items()
+        },
     }
 
 
@@ -147,6 +152,25 @@ def render_profile(profile: Profile, console: Console) -> None:
             if times["wall_s"] is not None:
                 text += f" ({times['wall_s']:g} s at its default)"
             lines.append((2, text, ""))
+    if doc["builds"]:
+        lines += _section("Builds (what makes a setting's program when it is missing)")
+        lines += [(2, f"{name}: {command}", "") for name, command in doc["builds"].items()]
+    if doc["versions"]:
+        named = engine["version_setting"]
+        lines += _section(f"Releases (--set {named}=V; each range that holds V applies)")
+        for where, releases in doc["versions"].items():
+            lines.append((2, where, "bold"))
+            lines += [(4, f"{k} = {v!r}", "") for k, v in releases.get("settings", {}).items()]
+            for role, change in releases.get("roles", {}).items():
+                lines.append((4, f"{role}: {_describe(change)}", ""))
+            for knob, spec in releases.get("knobs", {}).items():
+                for value, selectors in spec.get("map", {}).items():
+                    lines += [
+                        (4, f"{knob}={value} → {s}: {_describe(c) or 'nothing'}", "")
+                        for s, c in selectors.items()
+                    ]
+                if spec.get("unmapped"):
+                    lines.append((4, f"{knob}: unmapped, only {spec['unmapped']['native']}", ""))
     lines += _section("Placeholders")
     lines.append((2, ", ".join(f"{{{n}}}" for n in doc["placeholders"]), ""))
     for indent, text, style in lines:

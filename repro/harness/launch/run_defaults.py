@@ -5,7 +5,10 @@ An engine serving a model that writes noise wants other run options than the sto
 more sessions in flight). The table holds them; an option given on the command line wins,
 and so does a `--set` of a scaled setting. Values are checked against the same bounds as
 the options themselves. An engine on a modelled clock (the embedded one) gives its pacing
-and deadlines in its own seconds, so that they mean the same at every time scale.
+and deadlines in its own seconds, so that they mean the same at every time scale. The
+tool-call format turns are judged in (`tool_format`) is the model's: a name, or a setting's
+placeholder where the engine serves a family chosen by a setting (the embedded engine's
+`{model_format}`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
+from repro.errors import UsageError
+from repro.harness.launch.placeholders import fill
 from repro.spec import MAX_WAIT_S, Oracle, RunSpec
 
 # The run options a profile may default: what depends on the model it serves. Sessions,
@@ -28,6 +33,7 @@ RUN_DEFAULT_FIELDS = (
     "stall_after_s",
     "top_logprobs",
     "numerical_margin_nats",
+    "tool_format",
 )
 
 
@@ -134,6 +140,20 @@ def fill_from_profile(
     settings = {k: v for k, v in scaled.items() if k not in spec.settings} | spec.settings
     modelled = run.modelled_options((declared or {}) | settings)
     options |= {k: v for k, v in modelled.items() if k not in spec.model_fields_set}
+    if "tool_format" in options:
+        where = "[run] tool_format"
+        options["tool_format"] = fill(options["tool_format"], (declared or {}) | settings, where)
+    if "tool_format" in options or spec.tool_format is not None:
+        _known_format(options.get("tool_format") or spec.tool_format)
     if options or settings != spec.settings:
         spec = spec.model_copy(update=options | {"settings": settings})
     return spec.with_oracle_default(oracle)
+
+
+def _known_format(name: str) -> None:
+    from repro.checkers import FORMATS
+
+    if name not in FORMATS:
+        raise UsageError(
+            f"The tool-call format '{name}' is not one repro reads; known: {', '.join(FORMATS)}."
+        )

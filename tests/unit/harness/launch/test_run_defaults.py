@@ -108,10 +108,10 @@ def test_an_engine_on_a_modelled_clock_gets_its_pacing_and_deadlines_at_its_time
 
 
 def test_dry_run_of_the_vllm_backend_shows_the_scaled_kv_cache() -> None:
-    shown = CliRunner().invoke(app, ["run", "--backend", "vllm", "--sessions", "64", "--dry-run"])
+    shown = CliRunner().invoke(app, ["run", "--backend", "vllm", "--sessions", "200", "--dry-run"])
     assert shown.exit_code == 0, shown.output
     assert "VLLM_CPU_KVCACHE_SPACE=2 " in shown.output and "--max-model-len 65536" in shown.output
-    small = CliRunner().invoke(app, ["run", "--backend", "vllm", "--sessions", "8", "--dry-run"])
+    small = CliRunner().invoke(app, ["run", "--backend", "vllm", "--sessions", "64", "--dry-run"])
     assert "VLLM_CPU_KVCACHE_SPACE=1 " in small.output
 
 
@@ -122,4 +122,40 @@ def test_profile_show_lists_the_run_defaults() -> None:
     assert doc["engine"]["oracle"] == "divergence"
     assert doc["run"]["context_max_tokens"] == 14000 and doc["run"]["thinking"] is False
     assert doc["run"]["stall_after_s"] == 300.0
-    assert doc["settings_by_concurrency"]["kv_cache_gib"]["41"] == "2"
+    assert doc["settings_by_concurrency"]["kv_cache_gib"]["161"] == "2"
+
+
+FORMAT_TABLE = """
+[settings]
+model_format = "hermes"
+[run]
+tool_format = "{model_format}"
+"""
+
+
+def test_the_judged_format_is_the_profiles_from_its_setting(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + FORMAT_TABLE)
+    assert spec_for(path).tool_format == "hermes"
+    assert spec_for(path, settings={"model_format": "kimi_k2"}).tool_format == "kimi_k2"
+    assert spec_for(path, tool_format="openai-parsed").tool_format == "openai-parsed"  # given wins
+    plain = write(tmp_path, MINIMAL)
+    assert spec_for(plain).tool_format is None  # DSML, as before
+
+
+def test_a_fixed_format_and_the_bundled_engines(tmp_path: Path, repo_root: Path) -> None:
+    path = write(tmp_path, MINIMAL + '[run]\ntool_format = "glm47"\n')
+    assert spec_for(path).tool_format == "glm47"
+    sim = repo_root / "repro" / "profiles" / "sim.toml"
+    assert spec_for(sim).tool_format == "dsml-v32"
+    assert spec_for(sim, settings={"model_format": "harmony"}).tool_format == "harmony"
+
+
+def test_an_unknown_format_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + FORMAT_TABLE)
+    with pytest.raises(UsageError, match="'qwen9' is not one repro reads; known: dsml-v32"):
+        spec_for(path, settings={"model_format": "qwen9"})
+    undeclared = write(tmp_path, MINIMAL + '[run]\ntool_format = "{family}"\n')
+    with pytest.raises(
+        UsageError, match=r"tool_format uses \{family\}, which \[settings\] does not"
+    ):
+        spec_for(undeclared)

@@ -1,5 +1,5 @@
-"""The vLLM profile: its plans, and every engine knob combination through `vllm serve`'s own
-parser in the vLLM environment (built on first use by scripts/build-vllm-env)."""
+"""The vLLM profile: its plans, its releases, and every engine knob combination through `vllm
+serve`'s own parser in the vLLM environment (built on first use by scripts/build-vllm-env)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ ENGINE_KNOBS = (
     "compile",
     "max_batched_tokens",
     "max_num_seqs",
+    "reasoning",
 )
 
 
@@ -43,13 +44,16 @@ def test_backend_vllm_selects_the_profile_and_its_defaults(
     (single,) = plan.roles
     assert plan.engine_identity == "vllm 0.32.0" and plan.config["topology"] == "single"
     assert single.argv[:5] == (
-        str(repo_root / ".cache" / "vllm-0.32" / "bin" / "python"),
+        str(repo_root / ".cache" / "vllm-0.32.0" / "bin" / "python"),
         "-m", "vllm.entrypoints.cli.main", "serve", str(repo_root / ".cache" / "tiny-qwen2"),
     )  # fmt: skip
     argv = " ".join(single.argv)
     assert "--max-model-len 65536" in argv and "--tool-call-parser hermes" in argv
-    assert argv.endswith("--enable-prefix-caching --enable-chunked-prefill --enforce-eager")
-    state = repo_root / ".cache" / "vllm-0.32" / "state"
+    assert argv.endswith(
+        "--enable-prefix-caching --enable-chunked-prefill --enforce-eager --reasoning-parser qwen3 "
+        '--default-chat-template-kwargs {"enable_thinking": false}'
+    )
+    state = repo_root / ".cache" / "vllm-0.32.0" / "state"
     assert single.env["TMPDIR"] == f"{state}/tmp" and single.env["HF_HUB_OFFLINE"] == "1"
     assert single.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
 
@@ -97,7 +101,7 @@ def checked(profile: Profile, vllm_python: Path, fixed_ports) -> dict:
 
 
 def test_every_engine_knob_combination_is_accepted_by_vllm_serve(checked) -> None:
-    assert len(checked["combos"]) == 2 * 2 * 2 * 4 * 4
+    assert len(checked["combos"]) == 2 * 2 * 2 * 4 * 4 * 2
     failing = [
         (c, r.problems_by_role())
         for c, r in zip(checked["combos"], checked["reports"], strict=True)
