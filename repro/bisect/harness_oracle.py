@@ -22,6 +22,7 @@ from repro.spec import RunSpec
 
 if TYPE_CHECKING:
     from repro.harness.launch.slurm import AllocationHolder
+    from repro.results import RunSummary
 
 ENGINE_FIELDS = frozenset(
     {"knobs", "settings", "profile", "backend", "server_python", "server_args", "port", "seed"}
@@ -126,9 +127,23 @@ class HarnessOracle:
                     raise UsageError(report.failure_message())
 
     async def run_wave(self, spec: RunSpec, wave_dir: Path, first_session_id: int) -> Wave:
+        started_s = time.monotonic()
+        spec, summary = await self.record_wave(spec, wave_dir, first_session_id)
+        outcomes = session_outcomes(wave_dir, first_session_id, spec.sessions)
+        if outcomes.count(ERRORED) == len(outcomes):
+            raise EngineError(
+                f"No session of the wave in {wave_dir} got a single judged turn "
+                f"({summary.errors} errors, {summary.stalls} stalls); see its logs."
+            )
+        return Wave(first_session_id, outcomes, time.monotonic() - started_s, str(wave_dir))
+
+    async def record_wave(
+        self, spec: RunSpec, wave_dir: Path, first_session_id: int
+    ) -> tuple[RunSpec, RunSummary]:
+        """Drive one wave into its run folder (the engine started or kept); the spec as the
+        profile filled it, and the run's summary. Judging its sessions is the caller's."""
         from repro.harness import drive
 
-        started_s = time.monotonic()
         spec = fill_from_profile(
             spec, self.profile.run, self.profile.engine.oracle, self.profile.settings
         )
@@ -141,13 +156,7 @@ class HarnessOracle:
             # sessions may still be in the engine, so the next wave gets a fresh one.
             self._key = None
             raise
-        outcomes = session_outcomes(wave_dir, first_session_id, spec.sessions)
-        if outcomes.count(ERRORED) == len(outcomes):
-            raise EngineError(
-                f"No session of the wave in {wave_dir} got a single judged turn "
-                f"({summary.errors} errors, {summary.stalls} stalls); see its logs."
-            )
-        return Wave(first_session_id, outcomes, time.monotonic() - started_s, str(wave_dir))
+        return spec, summary
 
     async def _engine_for(self, spec: RunSpec, wave_dir: Path) -> object:
         from repro.harness import engine

@@ -45,7 +45,7 @@ async def judge_removals(
     while True:
         evidence = {k: t.evidence for k, t in trials.items()}
         found, pooled = classify_knockouts(
-            reference.evidence, evidence, search.settings, alpha=alpha
+            reference.evidence, evidence, search.settings, alpha=alpha, phi=search.phi
         )
         unsettled = sorted(
             (k for k, c in found.items() if c is None), key=lambda k: trials[k].sessions_run

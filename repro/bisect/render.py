@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from repro.bisect.classify import SAME_FRACTION, below_half_p
+from repro.bisect.classify import AMPLIFIER_RATIO, HERRING_RATIO, ratio_llr
 from repro.bisect.flags import FlagReport
 from repro.bisect.matrix import MatrixReport
 from repro.bisect.trial import Trial
@@ -60,7 +60,7 @@ def trial_table(trials: Sequence[Trial], title: str = "trials") -> Table:
 def classes_table(report: FlagReport) -> Table:
     table = folding_table(
         "knobs that differ", "knob", "bad → good", "class", "rate with it reverted",
-        f"p (below {SAME_FRACTION:.0%})",
+        f"LLR ×{AMPLIFIER_RATIO} : ×{HERRING_RATIO}",
     )  # fmt: skip
     for knob in report.differing:
         reverted = report.knockouts.get(knob)
@@ -69,7 +69,9 @@ def classes_table(report: FlagReport) -> Table:
             f"{report.bad.config[knob]} → {report.good.config[knob]}",
             report.classes[knob].value,
             f"{reverted.rate}" if reverted else "—",
-            f"{below_half_p(reverted.evidence, report.reference):.2g}" if reverted else "—",
+            f"{ratio_llr(reverted.evidence, report.reference, report.phi):+.2f}"
+            if reverted
+            else "—",
         )
     return table
 

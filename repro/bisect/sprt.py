@@ -120,6 +120,20 @@ def expected_sessions(rate: float, settings: SprtSettings) -> float:
     return (accept_h0 * b + (1 - accept_h0) * a) / drift
 
 
+def clean_verdict_probability(rate: float, settings: SprtSettings) -> float:
+    """Wald's operating characteristic L(p): the chance the test accepts CLEAN at a true rate
+    (truncation ignored): 1 at rate 0, 1 - alpha near p0, beta near p1, 0 at rate 1."""
+    if rate <= 0:
+        return 1.0
+    if rate >= 1:
+        return 0.0
+    drift = rate * settings.corrupted_step + (1 - rate) * settings.clean_step
+    if abs(drift) < 1e-12:  # at the indifference rate: the limit h -> 0
+        a, b = settings.upper_bound, settings.lower_bound
+        return a / (a - b)
+    return _operating_characteristic(rate, settings)
+
+
 def _operating_characteristic(rate: float, settings: SprtSettings) -> float:
     """L(p): chance of accepting H0 at rate p, from Wald's h solving E[exp(h z)] = 1."""
     up, down = settings.corrupted_step, settings.clean_step

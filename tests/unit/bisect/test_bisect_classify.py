@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from repro.bisect.classify import KnobClass, classify_knockouts, cure_sessions, reproduces
+from repro.bisect.classify import (
+    KnobClass,
+    classify_knockouts,
+    cure_sessions,
+    ratio_llr,
+    reproduces,
+)
 from repro.bisect.evidence import CLEAN, CORRUPTED, ERRORED, Evidence, Wave
 from repro.bisect.sprt import SprtSettings
 
@@ -50,14 +56,14 @@ def test_needed_only_after_enough_clean_sessions():
 
 
 def test_any_corruption_rules_out_needed_even_if_the_sprt_says_clean():
-    # 1 in 160 (0.6%): the SPRT decides CLEAN, but the revert did not cure.
-    lowered = evidence(CLEAN * 40 + CORRUPTED + CLEAN * 39, CLEAN * 80)
+    # 1 in 240 (0.4%): the SPRT decides CLEAN, but the revert did not cure.
+    lowered = evidence(CLEAN * 40 + CORRUPTED + CLEAN * 39, CLEAN * 80, CLEAN * 80)
     assert lowered.sprt(SETTINGS).decision.value == "CLEAN"
     assert judge(lowered) is KnobClass.AMPLIFIER
 
 
 def test_unknown_sprt_with_a_significant_drop_is_an_amplifier_not_needed():
-    two_percent = evidence(spread(2, 80), CLEAN * 80)
+    two_percent = evidence(spread(1, 80), spread(2, 80), spread(2, 80))
     assert two_percent.sprt(SETTINGS).decision.value == "UNKNOWN"
     assert judge(two_percent) is KnobClass.AMPLIFIER
 
@@ -67,15 +73,25 @@ def test_irrelevant_when_corrupting_and_shown_to_keep_the_rate():
 
 
 def test_a_drop_neither_shown_below_half_nor_above_is_unsettled():
-    # 5/80 vs 14/80: not shown below half (p = 0.26), and 6% is not shown >= half of 17.5%.
+    # 5/80 vs 14/80: one wave is never an amplifier, and 6% is not shown >= half of 17.5%.
     assert judge(evidence(spread(5, 80))) is None
 
 
+def test_one_wave_is_never_an_amplifier_however_low():
+    # 1/80 against 14/80: a likelihood ratio of e^4.9, but a wave that came out low is the
+    # likeliest false alarm where waves spread; three waves decide.
+    one = evidence(spread(1, 80))
+    assert ratio_llr(one, BAD) > 4.78 and judge(one) is None
+    assert judge(evidence(spread(1, 80), spread(2, 80))) is None
+    assert judge(evidence(spread(1, 80), spread(2, 80), spread(2, 80))) is KnobClass.AMPLIFIER
+
+
 def test_red_herrings_pool_into_the_reference_and_expose_the_amplifier():
-    # Against bad's single wave, 5/160 (3.1%) is not shown below half of 14/80 (p = 0.016)...
-    amplifier = evidence(spread(3, 80), spread(2, 80))
+    # Against bad's single wave, 15/240 (6.25%) falls short of the bound ln(0.9917/0.0083) =
+    # 4.78 (its log likelihood ratio for x0.4 of bad's rate against x1.0 is 4.0)...
+    amplifier = evidence(spread(5, 80), spread(5, 80), spread(5, 80))
     assert judge(amplifier) is None
-    # ...but two red herrings at bad's rate make the reference three waves strong (p = 0.0075).
+    # ...but two red herrings at bad's rate make the reference three waves strong (7.9).
     herrings = (evidence(spread(14, 80)), evidence(spread(15, 80)))
     assert judge(amplifier, *herrings) is KnobClass.AMPLIFIER
     classes, pooled = classify_knockouts(
@@ -85,10 +101,30 @@ def test_red_herrings_pool_into_the_reference_and_expose_the_amplifier():
     assert (pooled.corrupted, pooled.sessions) == (43, 240)  # bad + the two red herrings
 
 
-def test_lower_but_not_below_half_is_never_an_amplifier():
+def test_a_weak_amplifier_is_decided_where_the_half_line_left_it_unknown():
+    # 2.5x (5% against 12.5%), the 16k engine's topology: its ratio, 0.4, sat on the old
+    # "shown below half" line for good. Against a reference of five waves (bad and its red
+    # herrings) it is an amplifier after three waves of its own (240 sessions, under the cap);
+    # a red herring at its rate is irrelevant at once.
+    reference = evidence(*[spread(10, 80)] * 5)
+    assert judge(evidence(*[spread(4, 80)] * 3), reference=reference) is KnobClass.AMPLIFIER
+    assert judge(evidence(*[spread(4, 80)] * 2), reference=reference) is None
+    assert judge(evidence(spread(10, 80)), reference=reference) is KnobClass.IRRELEVANT
+
+
+def test_spread_between_waves_counts_the_evidence_for_less():
+    amplifier = evidence(spread(3, 80), spread(2, 80), spread(3, 80))
+    assert ratio_llr(amplifier, BAD) > 6 > ratio_llr(amplifier, BAD, phi=3.0) * 2.5
+    knockouts = {"x": amplifier}
+    plain, _ = classify_knockouts(BAD, knockouts, SETTINGS, alpha=ALPHA_EACH)
+    spread_out, _ = classify_knockouts(BAD, knockouts, SETTINGS, alpha=ALPHA_EACH, phi=3.0)
+    assert plain["x"] is KnobClass.AMPLIFIER and spread_out["x"] is None
+
+
+def test_the_80k_campaigns_false_amplifier_is_not_one():
     # The 80k campaign's false amplifier (docs/bisect.md, seed 0): custom_kernels reverted gave
-    # 18/160 against the pooled 51/240. Fisher's "lower" says p = 0.006, under 0.05/6, but
-    # 11.2% against 21.2% is not shown below half of it (p = 0.59): more sessions, not a class.
+    # 18/160 against the pooled 51/240. Fisher's "lower" said p = 0.006, under 0.05/6; here
+    # its likelihood ratio for x0.4 against x1.0 is e^2.9, short of the bound: more sessions.
     bad, herrings = evidence(spread(13, 80)), (evidence(spread(20, 80)), evidence(spread(18, 80)))
     knockout = evidence(spread(9, 80), spread(9, 80))
     assert judge(knockout, *herrings, reference=bad) is None

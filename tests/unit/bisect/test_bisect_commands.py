@@ -49,7 +49,7 @@ def test_flags_json_has_the_contract_keys(tmp_path, fake):
     doc = json.loads(result.stdout)
     assert doc["culprit"] == {"topology": "pd", "hicache": "on", "index_k": "bf16"}
     assert doc["classes"]["hicache"] == "needed" and doc["classes"]["topology"] == "amplifier"
-    assert doc["trials"] == 10 and doc["sessions"] == 1120
+    assert doc["trials"] == 10 and doc["sessions"] == 1200
     assert len(doc["table"]) == 10
     assert list((tmp_path / "bisect").glob("flags-*.json"))
 

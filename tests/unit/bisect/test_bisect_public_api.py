@@ -25,6 +25,6 @@ def test_public_surface_is_pinned():
     assert all(hasattr(repro.bisect, name) for name in repro.bisect.__all__)
 
 
-def test_the_app_to_mount_has_flags_and_matrix():
+def test_the_app_to_mount_has_flags_matrix_commits_and_versions():
     names = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
-    assert names == ["flags", "matrix"]
+    assert names == ["commits", "flags", "matrix", "versions"]
