@@ -27,12 +27,19 @@ from repro.sim.config import (
     EngineConfig,
     RouterConfig,
 )
+from repro.sim.formats import AUTO, MODEL_FORMATS, PARSER_BUGS, PARSER_NAMES
 
 DESCRIPTION = (
     "repro.sim: an embedded SIMULATOR of an SGLang server running DeepSeek-V3.2 (DSML tool "
-    "calls). No model runs: a scripted agent answers, timing is modelled and time-compressed, "
-    "and the known PD/HiCache/index-K faults are modelled mechanisms with fix switches."
+    "calls, or another family's with --model-format). No model runs: a scripted agent "
+    "answers, timing is modelled and time-compressed, and the known PD/HiCache/index-K faults "
+    "are modelled mechanisms with fix switches."
 )
+# SGLang's reasoning parser names; whichever is given, the split is the served model's own.
+REASONING_PARSERS = (
+    "deepseek-v3", "deepseek-r1", "qwen3", "kimi", "kimi_k2", "glm45", "gpt-oss", "minimax",
+    "mistral",
+)  # fmt: skip
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
@@ -111,8 +118,32 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         default=300.0,
         help="seconds (wall) a KV hand-over may take before the request fails (SGLang: 300)",
     )
-    p.add_argument("--tool-call-parser", choices=("deepseekv32",), default=None)
-    p.add_argument("--reasoning-parser", choices=("deepseek-v3",), default=None)
+    p.add_argument(
+        "--model-format",
+        choices=tuple(MODEL_FORMATS),
+        default="dsml-v32",
+        help="the tool-call format the scripted agent writes (a simulator switch: the family "
+        "of the model served; docs/sim.md, 'Other tool-call formats')",
+    )
+    p.add_argument(
+        "--tool-call-parser",
+        choices=(AUTO, *PARSER_NAMES),
+        default=None,
+        help="return parsed tool_calls (SGLang's parser names; auto: the model's own format)",
+    )
+    p.add_argument(
+        "--reasoning-parser",
+        choices=REASONING_PARSERS,
+        default=None,
+        help="split the reasoning off (any name: at the served model's own reasoning end)",
+    )
+    p.add_argument(
+        "--tool-parser-bug",
+        choices=PARSER_BUGS,
+        default=None,
+        help="test switch: a planted parser bug (drop-later-calls: calls after a response's "
+        "first are dropped), for the parser differential (docs/sim.md)",
+    )
     p.add_argument("--enable-hierarchical-cache", "--enable-hicache", action="store_true")
     p.add_argument(
         "--index-k-dtype",
@@ -227,6 +258,8 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         transfer_backend=args.disaggregation_transfer_backend,
         tool_call_parser=args.tool_call_parser,
         reasoning_parser=args.reasoning_parser,
+        model_format=args.model_format,
+        tool_parser_bug=args.tool_parser_bug,
         hicache=args.enable_hierarchical_cache,
         index_k_dtype=args.index_k_dtype,
         index_k_gate=args.index_k_gate,

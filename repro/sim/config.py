@@ -39,6 +39,8 @@ class EngineConfig:
     transfer_backend: str = "mooncake"
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
+    model_format: str = "dsml-v32"  # the tool-call format the scripted agent writes
+    tool_parser_bug: str | None = None  # a test switch: a planted tool-call parser bug
     hicache: bool = False
     index_k_dtype: Literal["fp8", "bf16"] = "fp8"
     index_k_gate: Literal["buggy", "fixed"] = "buggy"

@@ -16,20 +16,21 @@ from repro.sim.cache import CacheMatch, PrefixCache
 from repro.sim.config import EngineConfig
 from repro.sim.faults import DRIFT_MIN_CONTEXT_TOKENS as DRIFT_CONTEXT_TOKENS
 from repro.sim.faults import BootstrapWorker, Drift, IndexKRace, splice
+from repro.sim.formats import MODEL_FORMATS, tool_parser
 from repro.sim.generation import Generation
 from repro.sim.kv_sender import KvSender
 from repro.sim.logprobs import LogprobModel
 from repro.sim.metrics import EngineMetrics
-from repro.sim.model import encode_turn, plan_turn
+from repro.sim.model import earlier_calls, encode_turn, plan_turn
 from repro.sim.near_tie import NearTieFlip
 from repro.sim.pd import HandoverBoard, KvReceiver, TransferError
 from repro.sim.pool import SlotPool
 from repro.sim.prompt import render_prompt
 from repro.sim.request import BadRequest, ChatRequest
-from repro.sim.response import DONE, TurnRenderer, error_body, usage_of
+from repro.sim.response import DONE, TurnRenderer, error_body, usage_of, whole_body
 from repro.sim.scheduler import PrefillForward, Scheduler
+from repro.sim.shaping import cut_at_stop, shaped_turn
 from repro.sim.timing import CostModel
-from repro.sim.tokens import split_tokens
 
 log = logging.getLogger("repro.sim")
 
@@ -67,6 +68,13 @@ class Engine:
                 config.bytes_per_token,
                 config.index_k_dtype,
             )
+        # The family the scripted agent writes, and the parser --tool-call-parser names.
+        self.format = MODEL_FORMATS[config.model_format]
+        self.tool_parser = (
+            tool_parser(config.tool_call_parser, config.model_format)
+            if config.tool_call_parser
+            else None
+        )
         self.race = IndexKRace(config)
         self.pool = SlotPool(size=512)
         self.bootstrap_worker = BootstrapWorker(config)
@@ -106,7 +114,7 @@ class Engine:
             req = ChatRequest.from_body(body)
         except BadRequest as exc:
             return json_response(error_body(str(exc), 400), 400)
-        prompt = render_prompt(req.messages, req.tools, req.thinking)
+        prompt = render_prompt(req.messages, req.tools, req.thinking, self.format)
         limit = self.config.context_length_tokens
         if prompt.prompt_tokens > limit:
             message = (
@@ -127,13 +135,34 @@ class Engine:
             messages = (
                 self.drift.perturb(messages, prompt.prompt_tokens, long_running, key) or messages
             )
-        completion = encode_turn(plan_turn(messages, req.tools), req.thinking)
+        plan = shaped_turn(
+            plan_turn(messages, req.tools),
+            messages,
+            req.tools,
+            tool_choice=req.tool_choice,
+            response_format=req.response_format,
+            parallel_tool_calls=req.parallel_tool_calls,
+        )
+        written = encode_turn(plan, req.thinking, self.format, earlier_calls(messages))
+        completion, _ = cut_at_stop(written, req.stop)
         gen = Generation(
-            req.rid, prompt, split_tokens(completion), room=req.bootstrap_room, key=key
+            req.rid,
+            prompt,
+            self.format.tokenizer.split(completion),
+            room=req.bootstrap_room,
+            key=key,
+            think_close=self.format.think_close,
+            think_open=self.format.think_open,
         )
         gen.max_tokens = req.max_tokens
         # Scored against the plan, copied before any fault touches the tokens.
-        scores = LogprobModel(key, gen.tokens, req.top_logprobs) if req.logprobs else None
+        scores = (
+            LogprobModel(
+                key, gen.tokens, req.top_logprobs, self.format.think_close, self.format.think_open
+            )
+            if req.logprobs
+            else None
+        )
         if (beyond := self._beyond_pool(prompt.prompt_tokens + len(gen.tokens))) is not None:
             return beyond
         if self.config.role == "decode" and req.bootstrap_room is not None:
@@ -148,21 +177,31 @@ class Engine:
         else:
             self.scheduler.add_prefill(gen)
         self._by_rid[gen.rid] = gen
-        renderer = TurnRenderer(
-            gen.rid,
-            req.model or self.config.served_model_name,
-            int(time.time()),
-            split_reasoning=bool(self.config.reasoning_parser)
-            and req.thinking
-            and req.separate_reasoning,
-            tool_names=req.tool_names if self.config.tool_call_parser else None,
-            scores=scores,
-        )
+        created = int(time.time())
+        # n choices at temperature 0: the same tokens n times, each choice rendered on its own.
+        renderers = [
+            TurnRenderer(
+                gen.rid,
+                req.model or self.config.served_model_name,
+                created,
+                split_reasoning=bool(self.config.reasoning_parser)
+                and req.thinking
+                and req.separate_reasoning,
+                tool_names=req.tool_names if self.config.tool_call_parser else None,
+                scores=scores,  # stateless: each renderer keeps its own position
+                index=i,
+                fmt=self.format,
+                parser=self.tool_parser,
+                tools=req.tools,
+                parser_bug=self.config.tool_parser_bug is not None,
+            )
+            for i in range(req.n)
+        ]
         if req.stream:
             return StreamingResponse(
-                self._stream(req, gen, renderer), media_type="text/event-stream"
+                self._stream(req, gen, renderers), media_type="text/event-stream"
             )
-        return await self._collect(gen, renderer)
+        return await self._collect(gen, renderers)
 
     def _beyond_pool(self, tokens: int) -> Response | None:
         """A request the device pool could never hold would wait forever: refuse it (SGLang
@@ -251,29 +290,33 @@ class Engine:
             if g.rid == preferred_rid or (preferred_room and g.room == preferred_room)
         ]
         donor = preferred[0] if preferred else others[-1]
-        gen.tokens = splice(gen.tokens, donor.tokens, gen.key)
+        gen.tokens = splice(gen.tokens, donor.tokens, gen.key, self.format.calls_at(gen.tokens))
         log.debug("index-K stale read: %s got bytes of %s", gen.rid, donor.rid)
 
-    def _usage(self, gen: Generation) -> dict[str, Any]:
-        return usage_of(gen.prompt_tokens, gen.emitted_tokens, gen.match.cached_tokens)
+    def _usage(self, gen: Generation, choices: int = 1) -> dict[str, Any]:
+        return usage_of(gen.prompt_tokens, gen.emitted_tokens * choices, gen.match.cached_tokens)
 
     async def _stream(
-        self, req: ChatRequest, gen: Generation, renderer: TurnRenderer
+        self, req: ChatRequest, gen: Generation, renderers: list[TurnRenderer]
     ) -> AsyncIterator[bytes]:
         completed = False
         try:
             first = True
             while (piece := await gen.out.get()) is not None:
-                events = renderer.delta_events(*renderer.feed(piece))
-                if first:
-                    events.insert(0, renderer.chunk({"role": "assistant", "content": ""}))
-                    first = False
+                events = []
+                for renderer in renderers:
+                    if first:
+                        events.append(renderer.chunk({"role": "assistant", "content": ""}))
+                    events += renderer.delta_events(*renderer.feed(piece))
+                first = False
                 if events:
                     yield b"".join(events)
-            events = renderer.delta_events(*renderer.finish())
-            events.append(renderer.chunk({}, renderer.finish_reason(gen.finish_reason)))
+            events = []
+            for renderer in renderers:
+                events += renderer.delta_events(*renderer.finish())
+                events.append(renderer.chunk({}, renderer.finish_reason(gen.finish_reason)))
             if req.include_usage:
-                events.append(renderer.usage_event(self._usage(gen)))
+                events.append(renderers[0].usage_event(self._usage(gen, len(renderers))))
             events.append(DONE)
             completed = True
             yield b"".join(events)
@@ -285,17 +328,20 @@ class Engine:
                 self._client_gone(gen)
             self.scheduler.release(gen)
 
-    async def _collect(self, gen: Generation, renderer: TurnRenderer) -> Response:
+    async def _collect(self, gen: Generation, renderers: list[TurnRenderer]) -> Response:
         try:
             while (piece := await gen.out.get()) is not None:
-                renderer.feed(piece)
+                for renderer in renderers:
+                    renderer.feed(piece)
         finally:
             self._by_rid.pop(gen.rid, None)
             self.pool.release(gen.rid)
             self.scheduler.release(gen)
-        renderer.finish()
-        reason = renderer.finish_reason(gen.finish_reason)
-        return json_response(renderer.body(reason, self._usage(gen)))
+        reasons = []
+        for renderer in renderers:
+            renderer.finish()
+            reasons.append(renderer.finish_reason(gen.finish_reason))
+        return json_response(whole_body(renderers, reasons, self._usage(gen, len(renderers))))
 
     def _client_gone(self, gen: Generation) -> None:
         if not self.scheduler.abort(gen):

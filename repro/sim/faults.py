@@ -114,11 +114,17 @@ class IndexKRace:
         return RaceOutcome(True, lands_s, lands_s / slack_s, share, derails)
 
 
-def splice(tokens: Sequence[str], donor: Sequence[str], key: int) -> list[str]:
-    """`tokens` with a run of the donor's tokens spliced in inside the tool-call block."""
-    marks = [i for i, t in enumerate(tokens) if t == DSML]
+def splice(
+    tokens: Sequence[str], donor: Sequence[str], key: int, calls_at: int | None = None
+) -> list[str]:
+    """`tokens` with a run of the donor's tokens spliced in inside the tool-call block.
+
+    `calls_at` is the token where the calls begin, in the model's own format (DSML's first
+    `｜DSML｜` token when not given); a turn without calls gets it in its second half."""
+    if calls_at is None:
+        calls_at = next((i for i, t in enumerate(tokens) if t == DSML), None)
     end = len(tokens) - 1 if tokens and tokens[-1] == EOS else len(tokens)
-    start = marks[0] if marks else end // 2
+    start = calls_at if calls_at is not None else end // 2
     at = start + key % max(1, end - start)
     length = SPLICE_MIN_TOKENS + (key // 7) % SPLICE_SPAN_TOKENS
     body = [t for t in donor if t != EOS]

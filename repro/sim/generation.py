@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from repro.dsml.markers import THINK_CLOSE
 from repro.sim.cache import CacheMatch, Reservation
 from repro.sim.prompt import RenderedPrompt
 
@@ -37,6 +38,8 @@ class Generation:
     index_k_stale: bool = False
     handover_stuck: bool = False  # PD prefill: its index-K part will never be ready to send
     reservation: Reservation | None = None  # its pages in the device pool, while it holds them
+    think_close: str = THINK_CLOSE  # the model family's reasoning end (near-ties are before it)
+    think_open: str = ""  # ... and its opening marker (near-ties are after it)
 
     @property
     def prompt_tokens(self) -> int:

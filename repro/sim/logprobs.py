@@ -55,10 +55,27 @@ def runner_up(token: str) -> str:
     return token + "\u00b7"
 
 
-def reasoning_end(tokens: Sequence[str]) -> int:
-    """Index of `</think>` in the planned tokens (0 when the turn has no reasoning)."""
+def reasoning_start(tokens: Sequence[str], think_open: str) -> int:
+    """Index of the reasoning's first token after the family's opening marker (`<think>`,
+    Harmony's analysis header), which a near tie never touches; 0 when there is none."""
+    if not think_open:
+        return 0
+    text = ""
     for i, token in enumerate(tokens):
-        if token == THINK_CLOSE:
+        text += token
+        stripped = text.lstrip()
+        if stripped == think_open:
+            return i + 1
+        if not think_open.startswith(stripped):
+            return 0
+    return 0
+
+
+def reasoning_end(tokens: Sequence[str], think_close: str = THINK_CLOSE) -> int:
+    """Index of the reasoning's end (`</think>`, or the model family's own) in the planned
+    tokens (0 when the turn has no reasoning)."""
+    for i, token in enumerate(tokens):
+        if token == think_close:
             return i
     return 0
 
@@ -66,11 +83,19 @@ def reasoning_end(tokens: Sequence[str]) -> int:
 class LogprobModel:
     """Scores for one request's generated tokens, given what its script planned."""
 
-    def __init__(self, key: int, planned: Sequence[str], top_k: int) -> None:
+    def __init__(
+        self,
+        key: int,
+        planned: Sequence[str],
+        top_k: int,
+        think_close: str = THINK_CLOSE,
+        think_open: str = "",
+    ) -> None:
         self.key = key
         self.planned = tuple(planned)
         self.top_k = top_k
-        self._reasoning_end = reasoning_end(self.planned)
+        self._reasoning_end = reasoning_end(self.planned, think_close)
+        self._reasoning_start = reasoning_start(self.planned, think_open)
 
     def near_tie(self, position: int) -> bool:
         """A reasoning word piece whose runner-up is nearly as likely as the planned token."""
@@ -78,7 +103,7 @@ class LogprobModel:
 
     def _near_tie(self, position: int, tie_draw: float) -> bool:
         return (
-            position < self._reasoning_end
+            self._reasoning_start <= position < self._reasoning_end
             and tie_draw < NEAR_TIE_SHARE
             and _has_letter(self.planned[position])
         )

@@ -30,7 +30,7 @@ class NearTieFlip:
         for gen in batch:
             if gen.finished or not gen.tokens:
                 continue
-            model = LogprobModel(gen.key, gen.tokens, top_k=0)
+            model = LogprobModel(gen.key, gen.tokens, 0, gen.think_close, gen.think_open)
             end = min(gen.emitted_tokens + self._steps, len(gen.tokens))
             for position in range(gen.emitted_tokens, end):
                 if not model.near_tie(position):

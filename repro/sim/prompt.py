@@ -5,7 +5,9 @@ its prompt size in tokens (`usage.prompt_tokens`, the context-length check, the 
 model) and a key for every message boundary (the prefix cache). Layout follows
 research/dsml.md §1.2–1.5: BOS, system text with the tool list, `<｜User｜>` turns that
 end in `<｜Assistant｜>` plus `<think>` or `</think>`, assistant turns as
-`reasoning</think>content[DSML block]EOS`, tool results in `<function_results>`.
+`reasoning</think>content[DSML block]EOS`, tool results in `<function_results>`. A model of
+another family (repro.sim.formats) keeps this layout, its own earlier turns written as it
+writes them and counted with its tokenizer: only the sizes and the boundaries matter here.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from repro.dsml.encode import encode_tool_calls
-from repro.dsml.markers import BOS, EOS, THINK_CLOSE, THINK_OPEN
-from repro.sim.tokens import ASSISTANT, USER, count_tokens
+from repro.dsml.markers import BOS, THINK_CLOSE, THINK_OPEN
+from repro.sim.formats import DSML_FORMAT, ModelFormat
+from repro.sim.tokens import ASSISTANT, USER
 
 # Paraphrase of the encoder's tool-list preamble; only its size matters here.
 _TOOLS_HEADER = (
@@ -57,7 +59,7 @@ def _tools_block(tools: Sequence[dict[str, Any]]) -> str:
     return _TOOLS_HEADER + "\n".join(lines) + "\n</functions>"
 
 
-def _assistant_text(message: dict[str, Any]) -> str:
+def _assistant_text(message: dict[str, Any], fmt: ModelFormat, calls_before: int) -> str:
     calls = []
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
@@ -68,13 +70,15 @@ def _assistant_text(message: dict[str, Any]) -> str:
             parsed = {"arguments": arguments}
         calls.append((function.get("name", ""), parsed if isinstance(parsed, dict) else {}))
     reasoning = message.get("reasoning_content")
-    head = f"{reasoning}{THINK_CLOSE}" if reasoning else ""
-    block = encode_tool_calls(calls) if calls else ""
-    return head + _text(message.get("content")) + block + EOS
+    reasoning = reasoning if isinstance(reasoning, str) else ""
+    return fmt.history(calls, _text(message.get("content")), reasoning, calls_before)
 
 
 def render_parts(
-    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], thinking: bool
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]],
+    thinking: bool,
+    fmt: ModelFormat = DSML_FORMAT,
 ) -> list[str]:
     """One rendered string per message (the system part also carries the tool list)."""
     last_user = max(
@@ -82,6 +86,7 @@ def render_parts(
     )
     parts: list[str] = []
     pending_results = 0
+    calls_before = 0
     has_system = bool(messages) and messages[0].get("role") == "system"
     if not has_system:
         parts.append(BOS + (_tools_block(tools) if tools else ""))
@@ -98,8 +103,9 @@ def render_parts(
             think = THINK_OPEN if thinking and i == last_user else THINK_CLOSE
             part = USER + text + ASSISTANT + think
         elif role == "assistant":
-            part = _assistant_text(message)
+            part = _assistant_text(message, fmt, calls_before)
             pending_results = len(message.get("tool_calls") or ())
+            calls_before += pending_results
         elif role == "tool":
             first = i == 0 or messages[i - 1].get("role") != "tool"
             last = i + 1 == len(messages) or messages[i + 1].get("role") != "tool"
@@ -115,14 +121,18 @@ def render_parts(
 
 
 def render_prompt(
-    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], thinking: bool
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]],
+    thinking: bool,
+    fmt: ModelFormat = DSML_FORMAT,
 ) -> RenderedPrompt:
     """Token counts per part and chained boundary keys; O(prompt bytes)."""
     part_tokens: list[int] = []
     keys: list[int] = []
     key = 0
-    for part in render_parts(messages, tools, thinking):
-        part_tokens.append(count_tokens(part))
+    count = fmt.tokenizer.count
+    for part in render_parts(messages, tools, thinking, fmt):
+        part_tokens.append(count(part))
         key = hash((key, part))
         keys.append(key)
     return RenderedPrompt(tuple(part_tokens), tuple(keys))

@@ -30,6 +30,10 @@ class ChatRequest:
     bootstrap_room: int | None
     logprobs: bool = False
     top_logprobs: int = 0
+    n: int = 1
+    stop: tuple[str, ...] = ()
+    response_format: str = "text"  # text, json_object, json_schema
+    parallel_tool_calls: bool = True
 
     @classmethod
     def from_body(cls, body: bytes) -> ChatRequest:
@@ -53,6 +57,11 @@ class ChatRequest:
         stream_options = data.get("stream_options") or {}
         room = data.get("bootstrap_room")
         port = data.get("bootstrap_port")
+        n = data.get("n", 1)
+        if n is None:
+            n = 1
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
+            raise BadRequest(f"'n' must be an integer from 1 to {MAX_N}.")
         return cls(
             messages=messages,
             tools=tools if data.get("tool_choice") != "none" else [],
@@ -69,6 +78,10 @@ class ChatRequest:
             bootstrap_room=int(room) if room is not None else None,
             logprobs=logprobs,
             top_logprobs=top_logprobs,
+            n=n,
+            stop=_stop(data.get("stop")),
+            response_format=_response_format(data.get("response_format")),
+            parallel_tool_calls=data.get("parallel_tool_calls", True) is not False,
         )
 
     @property
@@ -77,6 +90,32 @@ class ChatRequest:
 
 
 MAX_TOP_LOGPROBS = 20  # OpenAI's limit
+MAX_N = 16
+MAX_STOP = 4  # OpenAI's limit on stop sequences
+
+
+def _stop(stop: Any) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    items = [stop] if isinstance(stop, str) else stop
+    if (
+        not isinstance(items, list)
+        or len(items) > MAX_STOP
+        or not all(isinstance(s, str) for s in items)
+    ):
+        raise BadRequest(f"'stop' must be a string or a list of at most {MAX_STOP} strings.")
+    return tuple(s for s in items if s)
+
+
+def _response_format(value: Any) -> str:
+    if value is None:
+        return "text"
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        raise BadRequest("'response_format.type' must be text, json_object or json_schema.")
+    if kind == "json_schema" and not isinstance(value.get("json_schema"), dict):
+        raise BadRequest("'response_format.json_schema' must be given for type json_schema.")
+    return kind
 
 
 def _logprobs(data: dict[str, Any]) -> tuple[bool, int]:

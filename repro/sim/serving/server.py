@@ -33,6 +33,8 @@ def server_info(engine: Engine) -> dict[str, Any]:
         "disaggregation_transfer_backend": c.transfer_backend,
         "tool_call_parser": c.tool_call_parser,
         "reasoning_parser": c.reasoning_parser,
+        "model_format": c.model_format,
+        "tool_parser_bug": c.tool_parser_bug,
         "enable_hierarchical_cache": c.hicache,
         "index_k_dtype": c.index_k_dtype,
         "index_k_gate": c.index_k_gate,
@@ -76,6 +78,7 @@ def model_info(engine: Engine) -> dict[str, Any]:
         "architectures": ["DeepseekV32ForCausalLM"],
         "tool_call_parser": c.tool_call_parser,
         "reasoning_parser": c.reasoning_parser,
+        "model_format": c.model_format,
         "disaggregation_mode": "null" if c.role == "single" else c.role,
         "simulator": True,
     }

@@ -80,3 +80,19 @@ def test_router_takes_sglang_routers_arguments() -> None:
         8998,
         "http://127.0.0.1:2",
     )
+
+
+def test_the_model_format_its_parser_and_the_planted_bug() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--model-format", "kimi_k2", "--tool-call-parser", "auto",
+         "--reasoning-parser", "kimi", "--tool-parser-bug", "drop-later-calls"]
+    )  # fmt: skip
+    config = engine_config(args)
+    assert (config.model_format, config.tool_call_parser, config.reasoning_parser) == (
+        "kimi_k2", "auto", "kimi",
+    )  # fmt: skip
+    assert config.tool_parser_bug == "drop-later-calls"
+    defaults = engine_config(build_parser().parse_args(["serve"]))
+    assert defaults.model_format == "dsml-v32" and defaults.tool_parser_bug is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--model-format", "qwen9"])
