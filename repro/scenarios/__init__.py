@@ -5,9 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from repro.errors import UsageError
-from repro.scenarios.base import Message, PlannedCall, PlannedTurn, Scenario, Script, Session
+from repro.scenarios.base import (
+    Message,
+    Plan,
+    PlannedCall,
+    PlannedTurn,
+    Scenario,
+    Script,
+    Session,
+)
 
 __all__ = [
+    "Plan",
     "PlannedCall",
     "PlannedTurn",
     "Scenario",
@@ -15,6 +24,7 @@ __all__ = [
     "Session",
     "get_scenario",
     "names",
+    "scenario_identity",
     "script_for",
 ]
 
@@ -30,12 +40,28 @@ def names() -> list[str]:
 
 
 def get_scenario(name: str) -> Scenario:
+    """A built-in scenario by name, or a recorded trace: `trace:FILE`, `trace-stretched:FILE`
+    (docs/traces.md); a trace that cannot be replayed is a UsageError."""
+    from repro.scenarios.trace import is_trace, trace_scenario
+
+    if is_trace(name):
+        return trace_scenario(name)
     scenarios = _registry()
     if name not in scenarios:
         raise UsageError(
-            f"Unknown scenario '{name}'; choose one of: {', '.join(sorted(scenarios))}."
+            f"Unknown scenario '{name}'; choose one of: {', '.join(sorted(scenarios))}, or "
+            "trace:FILE for a recorded trace."
         )
     return scenarios[name]
+
+
+def scenario_identity(name: str) -> str | None:
+    """What a scenario's name does not say about its sessions: a trace file's content
+    (its sha256), so a trial cache never mistakes an edited trace for the one it measured;
+    None for a built-in scenario."""
+    from repro.scenarios.trace import is_trace, trace_scenario
+
+    return trace_scenario(name).identity if is_trace(name) else None
 
 
 def script_for(tools: Sequence[Message]) -> Script:

@@ -43,6 +43,8 @@ class Script(Protocol):
 class Session(Protocol):
     """The client half of one conversation; it remembers what the session was shown."""
 
+    tools: list[Message]  # the OpenAI `tools` list the session's next request carries
+
     def opening(self) -> list[Message]:
         """The first messages: system prompt and the task."""
         ...
@@ -61,6 +63,11 @@ class Session(Protocol):
         """The user message an agent framework sends when a reply had no usable call."""
         ...
 
+    def follow_up(self) -> list[Message]:
+        """After a clean answer without calls: the user's next messages, if the conversation
+        goes on (a recorded chat), else nothing and the session ends (the agent's answer)."""
+        ...
+
     def semantic_defects(self, calls: Sequence[ToolCall], answer: str = "") -> list[Defect]:
         """Calls that name paths, symbols or lines this session was never shown; without
         calls, an `answer` (the turn's free text) that names tests or paths never shown."""
@@ -71,11 +78,31 @@ class Session(Protocol):
         ...
 
 
+class Plan(Protocol):
+    """Scripted history: the conversation the scenario plans, whatever the model answers.
+
+    `messages` is the next request's history, one list changed in place by `advance`;
+    `step` counts the planned assistant turns so far (request number `step` of the session).
+    """
+
+    session: Session
+    messages: list[Message]
+    step: int
+
+    def advance(self) -> bool:
+        """Move to the next planned request; False when the plan ends."""
+        ...
+
+
 class Scenario(Protocol):
     name: str
 
     def tools(self) -> list[Message]:
-        """The OpenAI `tools` list every request carries."""
+        """The OpenAI `tools` list requests carry (a session's own: `Session.tools`)."""
         ...
 
     def session(self, session_id: int, seed: int, context_max_tokens: int) -> Session: ...
+
+    def scripted(
+        self, session_id: int, seed: int, context_max_tokens: int, thinking: bool
+    ) -> Plan: ...

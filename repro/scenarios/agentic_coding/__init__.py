@@ -9,6 +9,7 @@ from __future__ import annotations
 from repro.scenarios.agentic_coding.script import agent_script
 from repro.scenarios.agentic_coding.session import CodingSession
 from repro.scenarios.agentic_coding.tools import TOOL_NAMES, TOOLS
+from repro.scenarios.scripted import ScriptedHistory
 
 __all__ = ["TOOLS", "TOOL_NAMES", "AgenticCoding", "CodingSession", "agent_script"]
 
@@ -21,3 +22,9 @@ class AgenticCoding:
 
     def session(self, session_id: int, seed: int, context_max_tokens: int) -> CodingSession:
         return CodingSession(session_id, seed, context_max_tokens)
+
+    def scripted(
+        self, session_id: int, seed: int, context_max_tokens: int, thinking: bool
+    ) -> ScriptedHistory:
+        """The agent's own plan (the script the embedded engine follows) as the history."""
+        return ScriptedHistory(self, session_id, seed, context_max_tokens, thinking)

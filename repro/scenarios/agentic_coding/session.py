@@ -9,6 +9,7 @@ from repro.checkers.verdict import Defect, ToolCall
 from repro.scenarios.agentic_coding import texts
 from repro.scenarios.agentic_coding.results import ToolSimulator
 from repro.scenarios.agentic_coding.shown import Shown
+from repro.scenarios.agentic_coding.tools import TOOLS
 from repro.scenarios.agentic_coding.world import World
 
 # Each turn grows the prompt by about this much, so a session reaches 80k tokens in ~30 turns
@@ -23,6 +24,7 @@ class CodingSession:
     """One session's World, what it was shown, and where its context should be next."""
 
     def __init__(self, session_id: int, seed: int, context_max_tokens: int) -> None:
+        self.tools = TOOLS
         self.world = World(seed, session_id)
         self.shown = Shown()
         self.simulator = ToolSimulator(self.world, self.shown)
@@ -70,6 +72,9 @@ class CodingSession:
 
     def retry_notice(self) -> dict:
         return {"role": "user", "content": texts.RETRY_NOTICE}
+
+    def follow_up(self) -> list[dict]:
+        return []  # an answer without calls is the agent's last word
 
     def semantic_defects(self, calls: Sequence[ToolCall], answer: str = "") -> list[Defect]:
         return self.shown.defects(calls) if calls else self.shown.answer_defects(answer)
