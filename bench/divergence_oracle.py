@@ -41,6 +41,12 @@ RUNS: dict[str, list[str]] = {
     "near-tie-gate": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *FULL],
     "near-tie-gate-parser": ["gate", "--sessions", "80", "--index-k", "fp8", "--knob", "near_tie_flip=on", *PARSER, *FULL],
     "auto-story": ["run", *STORY, "--oracle", "divergence"],
+    # Alongside the load, on one more engine launched in the gated (safe) configuration.
+    "alongside-story": ["run", *STORY, "--oracle", "divergence", "--reference-engines", "1",
+                        "--reference-knob", "index_k_gate=fixed"],
+    "auto-drift": ["run", *STORY, *OFF, "--oracle", "divergence"],
+    # Both oracles on the same turns: each one's session rate over the replayed sessions.
+    "both-auto-story": ["run", *STORY, "--oracle", "both"],
     "validity-drift": ["run", *STORY, *OFF],
     "both-story-parser": ["run", *STORY, *PARSER, "--oracle", "both", *FULL[2:]],
     "validity-fp8-parser": ["run", "--sessions", "80", "--index-k", "fp8", *PARSER],
@@ -84,9 +90,29 @@ def row(r: dict) -> str:
         if d
         else "-"
     )
+    if d.get("concurrency", 1) > 1:
+        alone = d.get("alone") or {}
+        replay += (f", {d['concurrency']} at once, {alone.get('replayed', 0)} replayed alone at "
+                   f"the end ({alone.get('counted', 0)} counted)")  # fmt: skip
+    if d.get("left_out"):
+        replay += f", {len(d['left_out'])} sessions left out"
     load = d.get("load_wall_s") or r.get("wall_s", 0)
     return (f"| `{r['command']}` | {r['exit']} | {sessions} | {r.get('turns_corrupted', 'n/a')}/{r.get('turns', 'n/a')} | "
             f"{found} | {replay} | {load:.0f} s | {r.get('max_prompt_tokens', 'n/a')} | {r['load_1m']:.1f} |")  # fmt: skip
+
+
+def oracles_apart(folder: Path) -> str:
+    """With both oracles: the sessions each one alone calls corrupted, over those replayed."""
+    import pyarrow.parquet as pq
+
+    turns = pq.read_table(folder / "turns.parquet", columns=["session_id", "turn", "corrupted"])
+    verdicts = [json.loads(line) for line in (folder / "divergence.jsonl").read_text().splitlines()]
+    replayed = {v["session_id"] for v in verdicts}
+    by_divergence = {v["session_id"] for v in verdicts if v.get("kind") in ("corrupt", "diverged")}
+    by_validity = {r["session_id"] for r in turns.to_pylist() if r["corrupted"]} & replayed
+    n = len(replayed)
+    return (f"validity alone {len(by_validity)}/{n}, divergence alone {len(by_divergence)}/{n}, "
+            f"both {len(by_validity & by_divergence)}")  # fmt: skip
 
 
 def run_rows(runs: dict[str, list[str]], default_out: Path) -> Iterator[tuple[str, dict]]:
@@ -106,6 +132,8 @@ def run_rows(runs: dict[str, list[str]], default_out: Path) -> Iterator[tuple[st
         result = run(name, run_args, args.out)
         (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
         print(row(result), flush=True)
+        if "both" in run_args and (args.out / name / "divergence.jsonl").exists():
+            print(f"|  | | {oracles_apart(args.out / name)} | | | | | | |", flush=True)
         yield name, result
 
 

@@ -41,7 +41,7 @@ from peers.common import REPO, become_subreaper, control, record_section, run_cl
 CACHE = REPO / ".cache"
 TOKENIZER = CACHE / "tiny-qwen2"
 SGLANG_PYTHON = CACHE / "sglang-bench" / "bin" / "python"
-VLLM = CACHE / "vllm-0.32" / "bin" / "vllm"
+VLLM = CACHE / "vllm-0.32.0" / "bin" / "vllm"
 GUIDELLM = CACHE / "guidellm-0.8.1" / "bin" / "guidellm"
 # Prompt lengths in the tiny tokenizer's tokens that make each peer's request body about as
 # large as repro's first agentic-coding turn (6.5 kB); the table prints the measured sizes.
@@ -107,6 +107,12 @@ def repro_run(w: Workload) -> list[str]:
             "--ramp-up", "0", "--out", str(w.workdir / f"run-{time.monotonic_ns()}")]  # fmt: skip
 
 
+def repro_without_invariants(w: Workload) -> list[str]:
+    # The control that prices the consistency invariants: `repro run` with them switched off.
+    script = str(REPO / "bench" / "peers" / "repro_without_invariants.py")
+    return [sys.executable, script, *repro_run(w)[3:]]
+
+
 def chatclient(w: Workload) -> list[str]:
     return [sys.executable, str(REPO / "bench" / "peers" / "chatclient_only.py"), "--url", w.url,
             "--streams", str(w.streams), "--concurrency", str(w.concurrency)]  # fmt: skip
@@ -133,6 +139,12 @@ CLIENTS = (
     Client("guidellm", "GuideLLM 0.8.1", guidellm, GUIDELLM),
     Client("repro", "`repro run --url` (sessions, checking, run folder)", repro_run),
     Client("chatclient", "repro's `ChatClient` alone", chatclient),
+    Client(
+        "repro-no-invariants",
+        "`repro run --url` without the consistency invariants",
+        repro_without_invariants,
+        by_default=False,
+    ),
     Client(
         "chatclient-fresh",
         "its ChatClient, a new connection per stream",
@@ -265,7 +277,9 @@ def main() -> None:
                         "per event) or `stream` (unpaced, the whole stream in one write)")  # fmt: skip
     parser.add_argument("--clients", default=",".join(c.name for c in CLIENTS if c.by_default),
                         help="comma-separated, from: " + ", ".join(c.name for c in CLIENTS))  # fmt: skip
-    parser.add_argument("--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)")
+    parser.add_argument(
+        "--record", type=Path, help="append the table, dated, to this file (bench/HISTORY.md)"
+    )
     parser.add_argument("--rows", type=Path, help="measure nothing: the table of saved rows")
     args = parser.parse_args()
     if args.quick:
@@ -354,6 +368,7 @@ def report(meta: dict, rows: list[Measurement], clients: list[Client]) -> str:
         "",
         f"The stream server's own CPU per 1M tokens (median over runs): {server}.",
         *paired_ratios(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
+        *invariants_share(rows, clients, paces, meta["tokens"]),
         *user_and_system(rows, clients, paces, meta["tokens"], meta["long_tokens"]),
     ])  # fmt: skip
 
@@ -377,6 +392,31 @@ def paired_ratios(rows: list[Measurement], clients: list[Client], paces: list[fl
             ]
             each = ", ".join(f"{r:.2f}" for r in pairs)
             lines.append(f"- {c.label}, {pacing_name(p)}: {statistics.median(pairs):.2f} ({each})")
+    return lines
+
+
+def invariants_share(rows: list[Measurement], clients: list[Client], paces: list[float],
+                     base: int) -> list[str]:  # fmt: skip
+    """What the consistency invariants add to `repro run`'s CPU per turn (a stream is a
+    one-turn session here): its CPU with them against without, paired by round."""
+    names = {c.name for c in clients}
+    if not {"repro", "repro-no-invariants"} <= names:
+        return []
+    lines = ["", "The invariants' share of `repro run`'s CPU per turn, paired by round, "
+             f"at {base} tokens a turn (median; each round's):", ""]  # fmt: skip
+
+    def cpu(name: str, round_: int, p: float) -> float:
+        return next(m.cpu_s / m.streams for m in rows if m.client == name and
+                    m.pace_ms == p and m.round == round_ and m.tokens_per_stream == base)  # fmt: skip
+
+    for p in paces:
+        rounds = sorted({m.round for m in rows if m.pace_ms == p})
+        shares = [1 - cpu("repro-no-invariants", r, p) / cpu("repro", r, p) for r in rounds]
+        with_ = statistics.median(cpu("repro", r, p) for r in rounds) * 1e3
+        without = statistics.median(cpu("repro-no-invariants", r, p) for r in rounds) * 1e3
+        each = ", ".join(f"{s:+.1%}" for s in shares)
+        lines.append(f"- {pacing_name(p)}: {statistics.median(shares):+.1%} ({each}); "
+                     f"{with_:.2f} ms of CPU a turn with them, {without:.2f} without")  # fmt: skip
     return lines
 
 

@@ -382,5 +382,14 @@ def _mount_bisect() -> None:
     app.add_typer(bisect_app, name="bisect")
 
 
+def _mount_traces() -> None:
+    from repro.cli_trace import app as trace_app
+    from repro.cli_trace import record
+
+    app.command()(record)
+    app.add_typer(trace_app, name="trace")
+
+
 _mount_bisect()
+_mount_traces()
 o.one_line_summaries(app)

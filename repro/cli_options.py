@@ -135,8 +135,39 @@ Account = Annotated[str | None, _opt("--account", "account", SLURM, show_default
 TimeLimit = Annotated[str | None, _opt("--time", "time_limit", SLURM, show_default=False)]
 OracleOpt = Annotated[
     str | None,
-    _opt("--oracle", "oracle", ORACLE, show_default=False, metavar="validity|divergence|both"),
+    _opt(
+        "--oracle",
+        "oracle",
+        ORACLE,
+        show_default=False,
+        metavar="validity|divergence|both[,stream]",
+    ),
 ]
+StreamSample = Annotated[str, _opt("--stream-sample", "stream_sample", ORACLE, metavar="all|SHARE")]
+Mix = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mix",
+        help=_field("mix").description,
+        rich_help_panel=RUN,
+        show_default=False,
+        metavar="SHAPES",
+    ),
+]
+OPTION_OF["mix"] = "--mix"
+ReplayConcurrency = Annotated[
+    str, _opt("--replay-concurrency", "replay_concurrency", ORACLE, metavar="auto|N")
+]
+ReferenceKnob = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reference-knob",
+        help=_field("reference_knobs").description,
+        rich_help_panel=ORACLE,
+        show_default=False,
+    ),
+]
+OPTION_OF["reference_knobs"] = "--reference-knob"
 History = Annotated[
     str | None, _opt("--history", "history", ORACLE, show_default=False, metavar="live|scripted")
 ]
@@ -204,6 +235,9 @@ def build_spec(
     context_max: int | None = None,
     reference_url: list[str] | None = None,
     numerical_margin: float | None = None,
+    oracle: str | None = None,
+    mix: list[str] | None = None,
+    reference_knob: list[str] | None = None,
     **fields: Any,
 ) -> RunSpec:
     """Options to RunSpec: knob options and --knob merge (a knob given two values is refused)."""
@@ -236,6 +270,7 @@ def build_spec(
         extra = tuple(shlex.split(server_args or ""))
     except ValueError as exc:
         raise UsageError(f"--server-args cannot be split like a shell line: {exc}.") from None
+    judged_by, stream = _oracles(oracle)
     return RunSpec.build(
         OPTION_OF,
         knobs=knobs,
@@ -244,8 +279,29 @@ def build_spec(
         context_max_tokens=context_max,
         reference_urls=tuple(reference_url or ()),
         numerical_margin_nats=numerical_margin,
+        oracle=judged_by,
+        stream_oracle=stream or None,
+        mix=tuple(mix or ()),
+        reference_knobs=parse_assignments(reference_knob or []),
         **fields,
     )
+
+
+def _oracles(given: str | None) -> tuple[str | None, bool]:
+    """--oracle's value: the main oracle (None: the profile's) and whether stream is in it."""
+    if given is None:
+        return None, False
+    names = [n.strip() for n in given.split(",")]
+    stream = "stream" in names
+    rest = [n for n in names if n != "stream"]
+    if len(rest) > 1 or names.count("stream") > 1 or "" in names:
+        raise UsageError(
+            f"--oracle {given}: give one of validity, divergence, both, none, optionally "
+            "with stream (e.g. divergence,stream), or stream alone."
+        )
+    if rest:
+        return rest[0], stream
+    return "none", stream
 
 
 # Option groups: keyword (as build_spec takes it) -> (annotated type, default).
@@ -263,9 +319,13 @@ LOAD = {
     "turn_timeout_s": (TurnTimeout, None),
     "stall_after_s": (StallAfter, None),
     "abort_rate": (AbortRate, default("abort_rate")),
+    "mix": (Mix, None),
 }
 ORACLE_OPTIONS = {
     "oracle": (OracleOpt, None),
+    "stream_sample": (StreamSample, default("stream_sample")),
+    "replay_concurrency": (ReplayConcurrency, default("replay_concurrency")),
+    "reference_knob": (ReferenceKnob, None),
     "history": (History, None),
     "replay_sample": (ReplaySample, default("replay_sample")),
     "reference_url": (ReferenceUrl, None),

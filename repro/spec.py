@@ -7,11 +7,14 @@ import re
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from repro.errors import UsageError
+
+if TYPE_CHECKING:
+    from repro.shapes import Mix
 
 # The bundled profiles ship inside the package, so a wheel install has them too.
 PROFILES_DIR = Path(str(files("repro") / "profiles"))
@@ -42,8 +45,12 @@ SLURM_OPTIONS = {
     "--time": "time_limit",
 }
 
-Oracle = Literal["validity", "divergence", "both"]
+Oracle = Literal["validity", "divergence", "both"]  # what a profile may default to
+# What a run judges with besides the consistency checks, which judge every turn: "none" is
+# those checks alone (`--oracle stream` without validity or divergence).
+RunOracle = Literal["validity", "divergence", "both", "none"]
 History = Literal["live", "scripted"]
+MAX_REPLAY_CONCURRENCY = 256
 
 
 class RunSpec(BaseModel):
@@ -64,7 +71,11 @@ class RunSpec(BaseModel):
     settings: dict[str, str] = Field(
         default_factory=dict, description="profile settings overrides (--set K=V)"
     )
-    scenario: str = Field("agentic-coding", description="workload scenario")
+    scenario: str = Field(
+        "agentic-coding",
+        description="workload scenario: agentic-coding, or a recorded trace as trace:FILE "
+        "(docs/traces.md)",
+    )
     sessions: int = Field(80, ge=1, le=100_000, description="agent sessions to run")
     concurrency: int | None = Field(
         None, ge=1, le=100_000, description="sessions in flight (default: all of them)"
@@ -123,11 +134,28 @@ class RunSpec(BaseModel):
         description="Slurm: the allocation's time limit, in Slurm's format (90, 2:00:00, "
         "1-12:00:00); it also bounds how long a crashed repro's engines can outlive it",
     )
-    oracle: Oracle | None = Field(
+    oracle: RunOracle | None = Field(
         None,
         description="how turns are judged: validity (DSML grammar, tool schemas, the scenario's "
         "semantic oracle), divergence (each turn against the same request replayed alone), or "
-        "both (default: the profile's; validity for models that write DSML)",
+        "both (default: the profile's; validity for models that write DSML); add ,stream for "
+        "the oracle of streamed against unstreamed answers (stream alone: that and the invariants only). "
+        "The consistency invariants judge every turn whatever is chosen (docs/consistency.md)",
+    )
+    stream_oracle: bool = Field(
+        False,
+        description="the oracle of streamed against unstreamed answers: sampled turns are sent again the "
+        "other way, at the same time, and both answers must agree (--oracle ...,stream)",
+    )
+    stream_sample: str = Field(
+        "0.25",
+        description="turns the stream oracle sends twice: all, or a share (seeded per turn)",
+    )
+    mix: tuple[str, ...] = Field(
+        (),
+        description="request shapes by share: AXIS=VALUE:SHARE items, comma-separated, "
+        "repeatable, or full for every shape; axes: tool_choice, response_format, max_tokens, "
+        "reasoning, stream, n, logprobs, stop, parallel_tool_calls; see docs/consistency.md",
     )
     history: History | None = Field(
         None,
@@ -149,8 +177,21 @@ class RunSpec(BaseModel):
         0,
         ge=0,
         le=64,
-        description="launch this many more engines of the same profile and configuration for "
-        "the replay, one request at a time each (0: the run's own engine after the load)",
+        description="launch this many more engines of the same profile and configuration "
+        "(changed by --reference-knob) for the replay, which then runs alongside the load "
+        "(0: the run's own engine after the load)",
+    )
+    reference_knobs: dict[str, str] = Field(
+        default_factory=dict,
+        description="knob values the reference engines run with instead of the run's, e.g. "
+        "index_k_gate=fixed: a configuration known safe (repeatable, NAME=VALUE)",
+    )
+    replay_concurrency: str = Field(
+        "auto",
+        description="requests the replay sends at once per reference: a number, or auto (on "
+        "the run's own engine after the load, as many as keep it within 1.5 times the load's "
+        "time once the engine answers the same at that concurrency as alone; on reference "
+        "engines, as many as the load had in flight)",
     )
     top_logprobs: int = Field(
         5,
@@ -165,6 +206,11 @@ class RunSpec(BaseModel):
         le=100.0,
         description="a divergence is numerical (a near-tie flipped, not counted) when the "
         "reference scored the loaded token within this many nats of its own choice",
+    )
+    tool_format: str | None = Field(
+        None,
+        description="the tool-call format turns are judged in, a name `repro check --format` "
+        "takes (default: the profile's [run] tool_format, else dsml-v32)",
     )
 
     @field_validator("url")
@@ -219,6 +265,44 @@ class RunSpec(BaseModel):
             )
         return self
 
+    @field_validator("stream_sample")
+    @classmethod
+    def _stream_sample_is_all_or_a_share(cls, sample: str) -> str:
+        sample = sample.strip().lower()
+        if sample == "all":
+            return sample
+        try:
+            share = float(sample)
+        except ValueError:
+            share = -1.0
+        if not 0 < share <= 1:
+            raise ValueError("must be all or a share above 0 and at most 1 (e.g. 0.25)")
+        return sample
+
+    @field_validator("replay_concurrency")
+    @classmethod
+    def _replay_concurrency_is_auto_or_a_count(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value == "auto" or (value.isdigit() and 1 <= int(value) <= MAX_REPLAY_CONCURRENCY):
+            return value
+        raise ValueError(f"must be auto or a number from 1 to {MAX_REPLAY_CONCURRENCY}")
+
+    @field_validator("mix")
+    @classmethod
+    def _mix_parses(cls, items: tuple[str, ...]) -> tuple[str, ...]:
+        from repro.shapes import parse_mix
+
+        parse_mix(items)  # a bad entry raises its one sentence
+        return tuple(i.strip() for i in items)
+
+    @field_validator("reference_knobs")
+    @classmethod
+    def _reference_knobs_named(cls, knobs: dict[str, str]) -> dict[str, str]:
+        for name, value in knobs.items():
+            if not name.strip() or not value.strip():
+                raise ValueError("give each as NAME=VALUE, e.g. index_k_gate=fixed")
+        return knobs
+
     @field_validator("replay_sample")
     @classmethod
     def _sample_is_all_auto_or_a_count(cls, sample: str) -> str:
@@ -233,15 +317,36 @@ class RunSpec(BaseModel):
         return tuple(cls._url_is_a_base_url(u) or "" for u in urls)
 
     @model_validator(mode="after")
+    def _stream_oracle_options(self) -> RunSpec:
+        if self.stream_sample != "0.25" and not self.stream_oracle:
+            raise ValueError(
+                "--stream-sample shapes the stream oracle, which this run does not use; add "
+                ",stream to --oracle, or drop it"
+            )
+        axes = {entry.partition("=")[0].strip() for entry in self.mix}
+        if self.compares_answers and self.top_logprobs and "logprobs" in axes:
+            raise ValueError(
+                "--mix logprobs=... varies what the divergence and stream oracles ask of every "
+                "request (logprobs, to tell a near tie from corruption); drop logprobs from "
+                "--mix, or give --top-logprobs 0"
+            )
+        if self.reference_knobs and not self.reference_engines:
+            raise ValueError(
+                "--reference-knob sets the engines --reference-engines launches; give "
+                "--reference-engines too"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _replay_needs_a_rebuildable_history(self) -> RunSpec:
-        if self.oracle not in (None, "validity") and self.history == "live":
+        if self.judges_divergence and self.history == "live":
             raise ValueError(
                 f"--oracle {self.oracle} replays every request, which needs --history scripted "
                 "(a live history holds the model's own answers, which are not kept)"
             )
         if self.reference_urls and self.reference_engines:
             raise ValueError("give either --reference-url or --reference-engines, not both")
-        if self.oracle == "validity" and (replay := self._replay_options_given()):
+        if not self.judges_divergence and self.oracle and (replay := self._replay_options_given()):
             raise ValueError(
                 f"{replay[0]} shapes the divergence oracle's replay, and this run judges "
                 "validity only; add --oracle divergence (or both), or drop it"
@@ -259,13 +364,15 @@ class RunSpec(BaseModel):
             "--reference-url": bool(self.reference_urls),
             "--reference-engines": self.reference_engines > 0,
             "--replay-sample": self.replay_sample != "auto",
+            "--replay-concurrency": self.replay_concurrency != "auto",
         }
         return [option for option, set_ in given.items() if set_]
 
     def with_oracle_default(self, default: Oracle) -> RunSpec:
         """The spec with --oracle and --history settled (the profile gives the oracle's default)."""
         oracle = self.oracle or default
-        history = self.history or ("live" if oracle == "validity" else "scripted")
+        replays = oracle in ("divergence", "both")
+        history = self.history or ("scripted" if replays else "live")
         return RunSpec.build(**(self.model_dump() | {"oracle": oracle, "history": history}))
 
     @property
@@ -275,6 +382,38 @@ class RunSpec(BaseModel):
     @property
     def judges_divergence(self) -> bool:
         return self.oracle in ("divergence", "both")
+
+    @property
+    def compares_answers(self) -> bool:
+        """Whether turns are compared with other answers to the same request (divergence,
+        stream): then every request carries the seed and asks for logprobs."""
+        return self.judges_divergence or self.stream_oracle
+
+    @property
+    def judges_every_turn(self) -> bool:
+        """Whether a turn is judged when it ends (validity, or the consistency checks alone);
+        with divergence only, a turn waits for the replay's verdict."""
+        return self.judges_validity or self.oracle == "none"
+
+    def request_mix(self) -> Mix:
+        """The shapes' shares; `full` leaves out logprobs when the oracles ask for them."""
+        from repro.shapes import parse_mix
+
+        mix = parse_mix(self.mix)
+        if self.compares_answers and self.top_logprobs:
+            mix = mix.without("logprobs")
+        return mix
+
+    def stream_share(self) -> float:
+        return 1.0 if self.stream_sample == "all" else float(self.stream_sample)
+
+    @property
+    def oracle_label(self) -> str:
+        """What judged the run, as reports say it: e.g. divergence+stream."""
+        base = self.oracle or "validity"
+        if not self.stream_oracle:
+            return base
+        return "stream" if base == "none" else f"{base}+stream"
 
     @classmethod
     def build(cls, names: Mapping[str, str] | None = None, **fields: object) -> RunSpec:

@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SGLANG_ENV = Path(os.environ.get("REPRO_SGLANG_ENV", REPO_ROOT / ".cache" / "sglang-0.5.23"))
 # Where the vLLM profile looks by default ({repo_root}/.cache/...): the tests use its defaults
 # (REPRO_VLLM_ENV and REPRO_TINY_MODEL move them, as REPRO_SGLANG_ENV does SGLang's).
-VLLM_ENV = Path(os.environ.get("REPRO_VLLM_ENV", REPO_ROOT / ".cache" / "vllm-0.32"))
+VLLM_ENV = Path(os.environ.get("REPRO_VLLM_ENV", REPO_ROOT / ".cache" / "vllm-0.32.0"))
 TINY_MODEL = Path(os.environ.get("REPRO_TINY_MODEL", REPO_ROOT / ".cache" / "tiny-qwen2"))
 
 

@@ -40,6 +40,13 @@ class RuleKind(StrEnum):
     SPLICE = "splice"  # bytes from another in-flight stream inserted into this one's text
     DROP = "drop"  # bytes removed from a tool-call argument (or the content carrying calls)
     CUT = "cut"  # the text stops early; the stream still ends normally
+    DUPLICATE = "duplicate"  # a call's first argument fragment sent twice (duplicated bytes)
+    FINISH = "finish"  # the finish_reason lies: tool_calls with no call, length on calls
+    FLIP = "flip"  # one letter's case flipped: a stream that disagrees with its unstreamed twin
+
+
+# Rules that edit the judged text of one event (the others rewrite other fields).
+TEXT_RULES = frozenset({RuleKind.SPLICE, RuleKind.DROP, RuleKind.CUT, RuleKind.FLIP})
 
 
 class Target(StrEnum):
@@ -193,6 +200,15 @@ class Injector:
             position = rng.randrange(len(text))
             material = text[position : position + rule.span_bytes]
             changed = text[:position] + text[position + rule.span_bytes :]
+        elif rule.kind is RuleKind.DUPLICATE:
+            position, material = len(text), text
+            changed = text + text
+        elif rule.kind is RuleKind.FLIP:
+            position = _letter_at(text, where.field != "content")
+            if position < 0:
+                return None
+            material = text[position]
+            changed = text[:position] + material.swapcase() + text[position + 1 :]
         else:  # CUT: keep a prefix of this event's text and nothing after it
             position = rng.randrange(len(text))
             material = text[position:]
@@ -215,6 +231,57 @@ class Injector:
         self.report(injection)
         return injection
 
+    def lie(self, victim: _Victim, payload: dict, saw_calls: bool) -> Injection | None:
+        """The FINISH rule at the victim's finish event: a finish_reason the answer belies
+        (tool_calls for an answer without a call; length for one with calls)."""
+        in_flight = len(self.in_flight)
+        if in_flight < self.rule.min_streams:
+            return None
+        choice = payload["choices"][0]
+        was = choice.get("finish_reason")
+        said = "length" if saw_calls else "tool_calls"
+        if was == said:
+            return None
+        choice["finish_reason"] = said
+        self.injected += 1
+        injection = Injection(
+            stream=victim.ordinal,
+            rule=self.rule.kind.value,
+            at_s=time.time(),
+            in_flight=in_flight,
+            target_event=victim.target_events,
+            field="finish_reason",
+            position=0,
+            text=f"{was} -> {said}",
+            donor=None,
+            request_sha256=hashlib.sha256(victim.request_body).hexdigest(),
+            response_id=str(payload.get("id", "")),
+        )
+        self.report(injection)
+        return injection
+
+
+def _letter_at(text: str, inside_strings: bool) -> int:
+    """The first ASCII letter of `text` (inside a JSON string, for arguments); -1 if none."""
+    quoted = False
+    escaped = False
+    for i, ch in enumerate(text):
+        if inside_strings:
+            if escaped:
+                escaped = False
+                continue
+            if ch == "\\":
+                escaped = True
+                continue
+            if ch == '"':
+                quoted = not quoted
+                continue
+            if not quoted:
+                continue
+        if ch.isascii() and ch.isalpha():
+            return i
+    return -1
+
 
 class _Victim:
     """A stream chosen for corruption: parsed event by event until the injection is made
@@ -229,11 +296,14 @@ class _Victim:
         self.request_body = body
         self.request = request
         self.target_event = rng.randint(1, MAX_TARGET_EVENT)
+        if injector.rule.kind in (RuleKind.DUPLICATE, RuleKind.FINISH):
+            self.target_event = 1  # a call's first fragment, the finish: once or so a stream
         self.target_events = 0
         self.in_call = injector.rule.target is Target.ANY
         self.recent_content = ""  # the last few characters, to see a marker split over deltas
         self.injected = False
         self.is_cut = injector.rule.kind is RuleKind.CUT
+        self.saw_calls = False  # FINISH: whether a parsed tool call came before the end
         self.passing = False  # raw bytes from here on: injected (not a cut), or given up
         self.buffer = bytearray()
 
@@ -278,13 +348,32 @@ class _Victim:
                 return event
             # A cut withholds all later text; finish reason, usage and [DONE] still come.
             return sse.serialize(payload) if sse.drop_later_text(payload) else b""
+        kind = self.injector.rule.kind
+        if kind is RuleKind.FINISH:
+            return self._finish_event(event, payload)
         where = sse.judged_text(payload)
+        if kind is RuleKind.DUPLICATE and (
+            where is None or where.field == "content" or not where.text.startswith("{")
+        ):
+            return event  # only a call's first argument fragment is sent twice
         if where is None or not where.text.strip() or not self._inside_call(where):
             return event
         self.target_events += 1
         if self.target_events < self.target_event:
             return event
         if self.injector.inject(self, payload, where) is None:
+            return event
+        self.injected = True
+        return sse.serialize(payload)
+
+    def _finish_event(self, event: bytes, payload: dict) -> bytes:
+        """FINISH: note parsed calls as they pass; at the first choice's finish, lie."""
+        if sse.has_calls(payload):
+            self.saw_calls = True
+        if not sse.finish_reason(payload):
+            return event
+        self.target_events += 1
+        if self.injector.lie(self, payload, self.saw_calls) is None:
             return event
         self.injected = True
         return sse.serialize(payload)

@@ -30,7 +30,10 @@ class ProxySpec(BaseModel):
         RuleKind.OFF,
         description="off (pass through) | splice (bytes from another in-flight stream) | "
         "drop (bytes removed from a tool-call argument or the content) | cut (the text stops "
-        "early, the stream ends normally)",
+        "early, the stream ends normally) | duplicate (a call's first argument fragment sent "
+        "twice) | finish (a finish_reason that lies: tool_calls without a call, length on "
+        "calls) | flip (one letter's case flipped: the stream disagrees with its unstreamed "
+        "twin)",
     )
     min_streams: int = Field(
         2, ge=1, description="inject only while this many streams are in flight"

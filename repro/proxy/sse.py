@@ -119,3 +119,18 @@ def drop_later_text(payload: dict) -> bool:
     delta.pop("tool_calls", None)
     choice = payload["choices"][0]
     return bool(choice.get("finish_reason") or payload.get("usage") or any_text(payload))
+
+
+def has_calls(payload: dict) -> bool:
+    """Whether the event's first choice carries tool-call deltas."""
+    delta = _delta(payload)
+    return delta is not None and bool(delta.get("tool_calls"))
+
+
+def finish_reason(payload: dict) -> str | None:
+    """The first choice's finish_reason, if this event carries one."""
+    choices = payload.get("choices")
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        return None
+    reason = choices[0].get("finish_reason")
+    return reason if isinstance(reason, str) else None

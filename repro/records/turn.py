@@ -69,6 +69,11 @@ class TurnRecord:
     # False for an ok turn no oracle judged: with only the divergence oracle, every turn
     # until the replay judges it (divergence.jsonl), and those the replay did not sample.
     judged: bool = True
+    # The request's shape, `axis=value ...` for the axes the run mixed (empty without --mix).
+    shape: str = ""
+    # The stream oracle's verdict on this turn: "" (not sent twice), agree, numerical,
+    # disagree, unanswered (the twin failed).
+    twin: str = ""
 
     @property
     def ttft_s(self) -> float | None:

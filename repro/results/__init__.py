@@ -46,6 +46,8 @@ _HOMES = {
     "FLUSH_EVERY_S": "store",
     "RunStore": "store",
     "create_run_folder": "store",
+    "describe_in_flight": "shape_view",
+    "in_flight_by_axis": "shape_view",
     "SUMMARY_COLUMNS": "summary",
     "corrupted_by_session": "summary",
     "judged_turns": "summary",

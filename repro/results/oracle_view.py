@@ -40,7 +40,7 @@ def judged_records(
     oracle: str | None,
     replayed: Mapping[tuple[int, int], ReplayedTurn],
 ) -> list[TurnRecord]:
-    if oracle in (None, "validity"):
+    if oracle in (None, "validity", "none"):
         return list(records)
     judged = []
     for record in records:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from repro.errors import UsageError
 from repro.records import TurnRecord
 from repro.results.summary import UNFINISHED, RunSummary, summarize
-from repro.spec import Oracle
+from repro.spec import RunOracle
 from repro.user_files import TOO_DEEP, read_user_text
 
 Shape = TypeVar("Shape", bound=BaseModel)
@@ -70,6 +70,8 @@ class _WrittenSummary(BaseModel):
     engine_pace: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     wall_s: float = Field(0.0, ge=0)
     outcomes: dict[str, int] = Field(default_factory=dict)  # every turn written, by outcome
+    mix: dict[str, dict[str, float]] = Field(default_factory=dict)
+    in_flight_at_failure: dict[str, int] = Field(default_factory=dict)
 
 
 def read_run(path: Path) -> RunFolder:
@@ -100,7 +102,7 @@ def read_run(path: Path) -> RunFolder:
     spec = _read(spec_file, _WrittenSpec)
     wall_s = written.wall_s if written else max((r.ended_at_s for r in loaded), default=0.0)
     oracle = spec.spec.get("oracle")
-    oracles = typing.get_args(Oracle)
+    oracles = typing.get_args(RunOracle)
     if oracle not in (None, *oracles):
         raise UsageError(
             f"{spec_file}: 'spec.oracle' is {oracle!r}, not one of {', '.join(oracles)}."
@@ -128,6 +130,8 @@ def read_run(path: Path) -> RunFolder:
         run_dir=str(path),
         oracle=oracle,
         divergence=divergence,
+        mix=written.mix if written else None,
+        in_flight_at_failure=written.in_flight_at_failure if written else None,
     )
     return RunFolder(path, records, summary, max(counted - len(loaded), 0), spec.spec)
 
@@ -139,7 +143,7 @@ def judged_view(
     from repro.records import read_replayed
     from repro.results.oracle_view import divergence_figures, judged_records
 
-    if oracle in (None, "validity"):
+    if oracle in (None, "validity", "none"):
         return records, None
     replayed = read_replayed(path)
     info = written or {}  # summary.json's divergence figures, when it was written

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from repro.knobs import describe
 from repro.results.pace import SLOW_PACE, slow_roles
+from repro.results.shape_view import describe_in_flight
 from repro.results.stats import wilson
 from repro.results.summary import UNFINISHED, RunSummary
 
@@ -49,7 +50,7 @@ def _ms(values: dict[str, float]) -> str:
 def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
     """What judged the turns, how much the replay covered, and what it found."""
     d = summary.divergence
-    if summary.oracle == "validity":
+    if summary.oracle in ("validity", "none"):
         return []
     how = {
         "divergence": "divergence only: each turn against the same request replayed alone",
@@ -90,6 +91,47 @@ def _oracle_rows(summary: RunSummary) -> list[SummaryRow]:
         found.append(f"not answered {d['errors']}")
     counted = kinds.get("corrupt", 0) + kinds.get("diverged", 0)
     rows.append(SummaryRow("divergences", ", ".join(found), "red" if counted else ""))
+    return rows
+
+
+def _consistency_rows(summary: RunSummary) -> list[SummaryRow]:
+    """The invariants' and the stream oracle's figures, then the rates by request shape."""
+    rows = []
+    block = summary.consistency
+    if invariants := block.get("invariants"):
+        broke = wilson(invariants["corrupted"], invariants["n"])
+        kinds = ", ".join(f"{k} {v}" for k, v in invariants.get("kinds", {}).items())
+        rows.append(
+            SummaryRow(
+                "invariants",
+                f"{broke} of the turns that ended ok broke one" + (f": {kinds}" if kinds else ""),
+                "red" if invariants["corrupted"] else "",
+            )
+        )
+    if stream := block.get("stream"):
+        rate = wilson(stream["corrupted"], stream["n"])
+        extra = f"numerical {stream.get('numerical', 0)} (near ties: not counted)"
+        if stream.get("unanswered"):
+            extra += f", twin not answered {stream['unanswered']}"
+        rows.append(
+            SummaryRow(
+                "stream twins",
+                f"{rate} disagree, streamed against unstreamed; {extra}",
+                "red" if stream["corrupted"] else "",
+            )
+        )
+    if summary.by_shape:
+        rows.append(
+            SummaryRow("by request shape", "judged turns corrupted, per axis=value of the mix")
+        )
+    for token, figures in summary.by_shape.items():
+        rate = wilson(figures["corrupted"], figures["n"])
+        text = str(rate)
+        if figures.get("kinds"):
+            text += " (" + ", ".join(f"{k} {v}" for k, v in figures["kinds"].items()) + ")"
+        if figures.get("errors"):
+            text += f"; {figures['errors']} failed"
+        rows.append(SummaryRow(f"  {token}", text, "red" if figures["corrupted"] else ""))
     return rows
 
 
@@ -153,6 +195,7 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         rows.append(
             SummaryRow("defects", ", ".join(f"{k} {v}" for k, v in summary.defects.items()))
         )
+    rows += _consistency_rows(summary)
     errors = f"{summary.errors} errors" + (f" ({summary.error_outcomes})" if summary.errors else "")
     aborted = f", {summary.aborted} aborted on purpose" if summary.aborted else ""
     rows.append(SummaryRow("errors", errors + aborted))
@@ -160,6 +203,14 @@ def summary_rows(summary: RunSummary, run_dir: Path | None) -> list[SummaryRow]:
         rows.append(SummaryRow("WEDGE", summary.wedge, "red"))
     if summary.error:
         rows.append(SummaryRow("engine error", summary.error.splitlines()[0], "red"))
+    if summary.in_flight_at_failure:
+        rows.append(
+            SummaryRow(
+                "in flight then",
+                describe_in_flight(summary.in_flight_at_failure),
+                "red",
+            )
+        )
     if summary.ended_because == UNFINISHED:
         rows.append(
             SummaryRow(

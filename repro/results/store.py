@@ -313,23 +313,28 @@ class RunStore:
         request: dict[str, Any],
         defects: list[dict[str, Any]],
         tool_calls: list[dict[str, str]],
+        evidence: dict[str, Any] | None = None,
     ) -> None:
         """One line per corrupted turn: the full request, the raw output and every defect
-        (`tool_calls` as the record holds them in JSON, given as objects: never parsed back)."""
-        self._failures.append(
-            {
-                "session_id": record.session_id,
-                "turn": record.turn,
-                "defects": defects,
-                "output": {
-                    "content": record.content,
-                    "reasoning": record.reasoning,
-                    "tool_calls": tool_calls,
-                    "finish_reason": record.finish_reason,
-                },
-                "request": request,
-            }
-        )
+        (`tool_calls` as the record holds them in JSON, given as objects: never parsed back);
+        `evidence`, from the consistency checks: the whole answer (every choice, usage) and,
+        for the stream oracle, its twin's, side by side."""
+        line = {
+            "session_id": record.session_id,
+            "turn": record.turn,
+            "shape": record.shape,
+            "defects": defects,
+            "output": {
+                "content": record.content,
+                "reasoning": record.reasoning,
+                "tool_calls": tool_calls,
+                "finish_reason": record.finish_reason,
+            },
+            "request": request,
+        }
+        if evidence:
+            line |= evidence
+        self._failures.append(line)
 
     def add_client_load(self, window: dict[str, Any]) -> None:
         """One window of the client's own loop lag and CPU share (harness.load.loop_probe)."""

@@ -45,6 +45,8 @@ SUMMARY_COLUMNS = (
     "gap_bucket_counts",
     "defect_kinds",
     "judged",
+    "shape",
+    "twin",
 )
 # Sessions whose prompt got this far are counted apart: the story's corruption shows past
 # about 60k tokens of context (docs/sim.md), so a run that got few there says little.
@@ -100,6 +102,12 @@ class RunSummary:
     run_dir: str = ""
     oracle: str = "validity"
     divergence: dict[str, Any] = field(default_factory=dict)  # the replay: oracle_view.py
+    # The rates split by request shape, and the consistency checks' figures (shape_view.py).
+    by_shape: dict[str, dict[str, Any]] = field(default_factory=dict)
+    consistency: dict[str, Any] = field(default_factory=dict)
+    mix: dict[str, dict[str, float]] = field(default_factory=dict)  # the shares asked for
+    # When an engine failed mid-run: the requests open then, by `axis=value` (shape_view.py).
+    in_flight_at_failure: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -196,13 +204,19 @@ def summarize_frame(
     oracle: str | None = None,
     divergence: dict[str, Any] | None = None,
     long_context_tokens: int = LONG_CONTEXT_TOKENS,
+    mix: dict[str, dict[str, float]] | None = None,
+    in_flight_at_failure: dict[str, int] | None = None,
 ) -> RunSummary:
     """The figures of one DataFrame of SUMMARY_COLUMNS, one row per turn."""
+    from repro.results.shape_view import by_shape, consistency
 
     numbers = ("prompt_tokens", "completion_tokens", "scheduled_at_s", "sent_at_s")
     numbers += ("first_token_at_s", "ended_at_s")
     # None (no value) becomes NaN whatever the source; an empty run has object columns.
     turns = turns.astype({c: "float64" for c in numbers} | {"corrupted": bool, "judged": bool})
+    for column in ("shape", "twin"):  # a frame from before these columns existed
+        if column not in turns:
+            turns[column] = ""
     ok = turns[turns["outcome"] == TurnOutcome.OK]
     judged = judged_turns(turns)  # with the divergence oracle, only what the replay judged
     by_session = corrupted_by_session(judged)
@@ -266,6 +280,10 @@ def summarize_frame(
         run_dir=run_dir,
         oracle=oracle or "validity",
         divergence=divergence or {},
+        by_shape=by_shape(turns, judged),
+        consistency=consistency(turns),
+        mix=dict(mix or {}),
+        in_flight_at_failure=dict(in_flight_at_failure or {}),
     )
 
 

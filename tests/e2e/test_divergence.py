@@ -96,7 +96,7 @@ def test_near_ties_flipped_by_batching_are_numerical_and_pass_the_gate(tmp_path:
     numerical = d["kinds"]["numerical"]
     assert numerical >= 1 and d["kinds"]["corrupt"] == d["kinds"]["diverged"] == 0
     assert s["turns_corrupted"] == 0 and s["turns"] == d["turns_replayed"] > numerical
-    assert d["reference"] == "1 engine(s) launched like the run's"
+    assert d["reference"] == "1 engine(s) launched like the run's, alongside the load"
     assert all(0 < n["gap_nats"] < d["numerical_margin_nats"] for n in d["numerical"])
     assert f"{numerical} numerical divergences (near-ties) not counted" in done.stdout
     assert not (out / "failures.jsonl").read_text()  # nothing counted, nothing listed

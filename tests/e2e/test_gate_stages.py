@@ -113,7 +113,7 @@ def test_a_failure_at_any_stage_is_exit_2_with_its_reason_in_one_line_and_in_jun
         assert "(the run itself: PASS: 0 of" in junit_reason(junit)
 
 
-def _first_turn_corrupted(self, session, progress):  # type: ignore[no-untyped-def]
+def _first_turn_corrupted(self, session, progress, *shape_and_tools):  # type: ignore[no-untyped-def]
     defect = Defect(Kind.UNKNOWN_TAG, 0, "flagged by the test")
     return Verdict(), [defect] if progress.outcome == "ok" else []
 

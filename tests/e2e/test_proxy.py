@@ -58,7 +58,11 @@ def test_every_splice_is_caught_and_every_corrupted_turn_is_a_splice(tmp_path: P
         (["--upstream", "127.0.0.1:1"], "Invalid --upstream: must start with http:// or https://."),
         (["--upstream", "http://"], "Invalid --upstream: has no host."),
         (["--host", ""], "Invalid --host: is empty; give an address to listen on, e.g. 127.0.0.1."),
-        (["--rule", "shred"], "Invalid --rule: Input should be 'off', 'splice', 'drop' or 'cut'."),
+        (
+            ["--rule", "shred"],
+            "Invalid --rule: Input should be 'off', 'splice', 'drop', 'cut', "
+            "'duplicate', 'finish' or 'flip'.",
+        ),
         (["--rate", "2"], "Invalid --rate: Input should be less than or equal to 1."),
         (["--log", "/nonexistent/x.jsonl"], "Cannot write the injection log /nonexistent/x.jsonl"),
     ],

@@ -130,7 +130,8 @@ def test_each_command_is_listed_as_one_flowing_sentence():
 
 
 COMMANDS = [[c] for c in ("run", "gate", "preflight", "check", "report", "compare",
-            "proxy", "sweep", "profile", "bisect")] + [["bisect", "flags"], ["bisect", "matrix"]]  # fmt: skip
+            "proxy", "sweep", "profile", "bisect", "record", "trace")] + [["bisect", "flags"],
+            ["bisect", "matrix"], ["trace", "check"], ["trace", "import"], ["trace", "export"]]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

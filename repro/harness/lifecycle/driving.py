@@ -21,10 +21,17 @@ from repro.harness.lifecycle.replay import Replay
 from repro.harness.load.clock import RunClock
 from repro.harness.load.loaded_log import LoadedLog
 from repro.harness.load.loadgen import LoadGenerator, Share
-from repro.harness.load.model_listing import first_model
+from repro.harness.load.model_listing import first_model, model_window
 from repro.harness.load.watchdog import Watchdog
 from repro.harness.load.workers import WorkerFleet
-from repro.results import RunStore, RunSummary, engine_pace, read_turns
+from repro.results import (
+    RunStore,
+    RunSummary,
+    describe_in_flight,
+    engine_pace,
+    in_flight_by_axis,
+    read_turns,
+)
 from repro.scenarios import get_scenario
 from repro.spec import RunSpec
 
@@ -64,6 +71,17 @@ async def _model_name(base_url: str, spec: RunSpec) -> str:
     return first_model(url, response.status_code, response.content)
 
 
+async def _model_window(base_url: str) -> int | None:
+    """The model's context window from /v1/models, for the consistency checks' `length`
+    rule; None when it cannot be read (the rule then makes no claim)."""
+    try:
+        async with httpx.AsyncClient(timeout=10.0, trust_env=False) as http:
+            response = await http.get(f"{base_url}/v1/models")
+    except httpx.HTTPError:
+        return None
+    return model_window(response.content) if response.status_code == 200 else None
+
+
 async def _scrape_metrics(deployment: Deployment, folder: Path) -> None:
     """Each live role's /metrics at the end of the load, as metrics/<role>.prom (best effort)."""
     async with httpx.AsyncClient(timeout=3.0, trust_env=False) as http:
@@ -86,14 +104,17 @@ def _load_generator(
     model: str,
     sessions: range,
     loaded_log: LoadedLog | None,
+    window_tokens: int | None = None,
 ) -> LoadGenerator | WorkerFleet:
     """What runs the sessions: this process's event loop, or --workers processes."""
     workers, url = spec.effective_workers(), endpoint.base_url
     if workers > 1:
-        return WorkerFleet(spec, url, store, clock, model, sessions, workers)
+        return WorkerFleet(spec, url, store, clock, model, sessions, workers, window_tokens)
     watchdog = Watchdog(clock, spec.stall_after_s)
     share = Share(sessions, spec.effective_concurrency())
-    return LoadGenerator.for_endpoint(spec, url, watchdog, store, model, share, loaded_log)
+    return LoadGenerator.for_endpoint(
+        spec, url, watchdog, store, model, share, loaded_log, window_tokens
+    )
 
 
 def _client_figures(generator: LoadGenerator | WorkerFleet, workers: int) -> dict[str, object]:
@@ -112,6 +133,33 @@ def _client_figures(generator: LoadGenerator | WorkerFleet, workers: int) -> dic
     }
 
 
+async def _replay_alongside(
+    replay: Replay,
+    run_url: str,
+    sessions: range,
+    progress: Progress | None,
+    done: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """The replay on reference engines during the load; `done` once it has judged all."""
+    try:
+        await replay.run_alongside(run_url, sessions, progress, task_status=task_status)
+    finally:
+        done.set()
+
+
+def _in_flight_at_failure(
+    generator: LoadGenerator | WorkerFleet, error: object
+) -> dict[str, int] | None:
+    """The requests open, by shape, when an engine failed under a mixed load (in-process)."""
+    if not isinstance(error, EngineError) or not isinstance(generator, LoadGenerator):
+        return None
+    if not generator.mix or generator.in_flight_at_failure is None:
+        return None
+    return in_flight_by_axis(generator.in_flight_at_failure) or None
+
+
 async def drive(
     spec: RunSpec,
     endpoint: Endpoint,
@@ -123,6 +171,7 @@ async def drive(
     """Run spec.sessions sessions against the endpoint; the run folder is complete on every exit
     (raises StoreError, after saying so in summary.json when it can, if it cannot be written)."""
     model = await _model_name(endpoint.base_url, spec)
+    window_tokens = await _model_window(endpoint.base_url)
     # spec.json marks the run folder as this function's to finish (whole_run.py): nothing
     # from here to the `try` below awaits, so a stop cannot land between the two.
     store = RunStore(run_dir)
@@ -131,11 +180,15 @@ async def drive(
     clock, started = RunClock(), time.monotonic()
     sessions = range(first_session_id, first_session_id + spec.sessions)
     loaded_log = LoadedLog(run_dir) if spec.judges_divergence else None  # then one worker
-    generator = _load_generator(spec, endpoint, store, clock, model, sessions, loaded_log)
+    generator = _load_generator(
+        spec, endpoint, store, clock, model, sessions, loaded_log, window_tokens
+    )
     replay = None
     if loaded_log is not None:
         scenario = get_scenario(spec.scenario)
         replay = Replay(spec, scenario, model, run_dir, lambda: read_turns(store.turns_dir))
+        if replay.alongside:
+            loaded_log.listener = replay.offer
     interrupted, error, bug = False, None, None
     try:
         async with anyio.create_task_group() as group:
@@ -143,6 +196,14 @@ async def drive(
                 group.start_soon(endpoint.deployment.watch)
             if progress is not None:
                 group.start_soon(progress.watch, generator.counts)
+            alongside = None
+            if replay is not None and replay.alongside:
+                # The references start first (launched ones take seconds), then the load.
+                if progress is not None:
+                    progress.status("starting the reference engines the replay runs on")
+                alongside = anyio.Event()
+                await group.start(_replay_alongside, replay, endpoint.base_url, sessions,
+                                  progress, alongside)  # fmt: skip
             await generator.run()
             if endpoint.deployment is not None:
                 # Sessions end on their first failed turn, so a dead role can end the load
@@ -153,6 +214,8 @@ async def drive(
                 await store.flush()  # the replay reads the load's turns back from disk
                 load_wall_s = time.monotonic() - started
                 await replay.after_load(generator.wedge, endpoint.base_url, progress, load_wall_s)
+                if alongside is not None:
+                    await alongside.wait()  # every turn offered is judged
             group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         interrupted = True
@@ -169,6 +232,11 @@ async def drive(
                 await _scrape_metrics(endpoint.deployment, store.run_dir / "metrics")
         write_error = store.close()  # always: it writes the turns still pending
         error = error or write_error
+        in_flight = _in_flight_at_failure(generator, error)
+        if in_flight and isinstance(error, EngineError):
+            error = EngineError(
+                f"{error} Requests in flight then: {describe_in_flight(in_flight)}."
+            )
         if loaded_log is not None:
             loaded_log.close()
         summary = final_summary(
@@ -187,6 +255,8 @@ async def drive(
             started_at=record["started_at"],
             run_dir=str(run_dir),
             oracle=spec.oracle,
+            mix=spec.request_mix().shares(),
+            in_flight_at_failure=in_flight,
         )
         error = write_summary(store, summary, error)
     if error is not None:

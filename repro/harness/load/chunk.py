@@ -33,7 +33,8 @@ class ToolCallDelta(msgspec.Struct, gc=False):
 class Delta(msgspec.Struct, gc=False):
     role: str | None = None
     content: str | None = None
-    reasoning_content: str | None = None
+    reasoning_content: str | None = None  # SGLang's name (and older vLLM's)
+    reasoning: str | None = None  # vLLM 0.32's name for the same text
     tool_calls: list[ToolCallDelta] | None = None
 
 
@@ -86,6 +87,58 @@ class Chunk(msgspec.Struct, gc=False):
 
 ERROR_TEXT_CHARS = 2000
 _decoder = msgspec.json.Decoder(Chunk)
+
+
+# --- A whole (non-streamed) chat completion: `stream: false` answers with one of these. ---
+
+
+class FunctionCall(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallItem(msgspec.Struct, gc=False):
+    id: str | None = None
+    type: str | None = None
+    function: FunctionCall | None = None
+
+
+class Message(msgspec.Struct, gc=False):
+    role: str | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolCallItem] | None = None
+
+
+class WholeChoice(msgspec.Struct, gc=False):
+    index: Index = 0
+    message: Message | None = None
+    finish_reason: str | None = None
+    logprobs: Any = None
+
+
+class Completion(msgspec.Struct, gc=False):
+    """A whole chat completion (`stream: false`), or an error object in its place."""
+
+    choices: list[WholeChoice] | None = None
+    usage: Usage | None = None
+    object: str | None = None
+    error: Any = None
+    message: Any = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None or self.object == "error"
+
+    def error_text(self) -> str:
+        error = self.error if self.error is not None else self.message
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        return str(error)[:ERROR_TEXT_CHARS]
+
+
+decode_completion = msgspec.json.Decoder(Completion).decode
 
 
 class ProtocolViolation(Exception):

@@ -68,10 +68,12 @@ class ChatClient:
         default_port = url.port is None or url.port == (443 if self._https else 80)
         host = self._host if default_port else f"{self._host}:{self._port}"
         path = url.path.rstrip("/") + CHAT_PATH
-        self._head = (
+        head = (
             f"POST {path} HTTP/1.1\r\nhost: {host}\r\nuser-agent: repro/{__version__}\r\n"
-            "content-type: application/json\r\naccept: text/event-stream\r\n"
-        ).encode()
+            "content-type: application/json\r\n"
+        )
+        self._head = (head + "accept: text/event-stream\r\n").encode()
+        self._whole_head = (head + "accept: application/json\r\n").encode()
         self._connection: SseConnection | None = None
 
     async def aclose(self) -> None:
@@ -95,10 +97,26 @@ class ChatClient:
                 if progress.ended_at_s == 0.0:
                     progress.ended_at_s = self.clock.now()
 
-    async def _exchange(
-        self, body: bytes, progress: StreamProgress, abort_after: int | None
+    async def complete_chat(
+        self, body: bytes, progress: StreamProgress, *, deadline_s: float
     ) -> None:
-        request = [self._head, b"content-length: %d\r\n\r\n" % len(body), body]
+        """Send one `stream: false` chat request; its whole answer lands in `progress`.
+
+        Nothing arrives before the answer is done, so the idle limit is the deadline, and the
+        request is no evidence for or against a wedge (Watchdog.watching, `streaming`)."""
+        progress.streamed = False
+        with self.watchdog.watching(progress, deadline_s, deadline_s, streaming=False):
+            try:
+                await self._exchange(body, progress, None, whole=True)
+            finally:
+                if progress.ended_at_s == 0.0:
+                    progress.ended_at_s = self.clock.now()
+
+    async def _exchange(
+        self, body: bytes, progress: StreamProgress, abort_after: int | None, whole: bool = False
+    ) -> None:
+        head = self._whole_head if whole else self._head
+        request = [head, b"content-length: %d\r\n\r\n" % len(body), body]
         # A kept-alive connection the server has just closed fails before any answer: that
         # request never reached it, so it goes once more on a fresh connection.
         for attempt in (0, 1):
@@ -111,7 +129,11 @@ class ChatClient:
                 return
             self._connection = connection
             done = connection.send(
-                request, progress, abort_after=abort_after, max_bytes=self.max_response_bytes
+                request,
+                progress,
+                abort_after=abort_after,
+                max_bytes=self.max_response_bytes,
+                whole=whole,
             )
             try:
                 await done

@@ -46,7 +46,7 @@ def describe_counts(counts: ReplayCounts) -> str:
         return "replay: starting (rebuilding what the load sent, launching references)"
     elapsed = time.monotonic() - counts.started_at_s
     line = (
-        f"replay {counts.turns_done:,}/{counts.turns_planned:,} turns alone "
+        f"replay {counts.turns_done:,}/{counts.turns_planned:,} turns "
         f"({counts.sessions_done}/{counts.sessions_planned} sessions)"
     )
     found = [f"{v} {k}" for k, v in sorted(counts.by_kind.items()) if k != DivergenceKind.IDENTICAL]

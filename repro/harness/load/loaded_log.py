@@ -11,7 +11,7 @@ failures.jsonl is, so an interrupted run keeps what it measured.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,25 +41,43 @@ def server_calls_json(progress: StreamProgress) -> str:
 
 
 class LoadedLog:
-    def __init__(self, run_dir: Path) -> None:
+    """loaded.jsonl, and whoever listens for each turn as it is added (a replay that runs
+    alongside the load: `listener(turn, reasoning, content)`)."""
+
+    def __init__(
+        self, run_dir: Path, listener: Callable[[LoadedTurn, str, str, bool], None] | None = None
+    ) -> None:
         self._file = (run_dir / FILE_NAME).open("ab")
+        self.listener = listener
 
     def add(
-        self, session_id: int, turn: int, step: int, body: bytes, progress: StreamProgress
+        self,
+        session_id: int,
+        turn: int,
+        step: int,
+        body: bytes,
+        progress: StreamProgress,
+        flagged: bool = False,
     ) -> None:
+        """`flagged`: the validity oracle called the turn corrupt (a replay alongside, which
+        reads no turns.parquet, is told so)."""
         tokens = scored_tokens(progress.logprobs, keep_top=False)
+        digest, calls = body_sha256(body), server_calls_json(progress)
         line = {
             "session_id": session_id,
             "turn": turn,
             "step": step,
-            "body_sha256": body_sha256(body),
-            "tool_calls": server_calls_json(progress),
+            "body_sha256": digest,
+            "tool_calls": calls,
             "tokens": [t.token for t in tokens],
             "logprobs": [t.logprob for t in tokens],
             "margins": [t.margin for t in tokens],
         }
         self._file.write(orjson.dumps(line) + b"\n")
         self._file.flush()
+        if self.listener is not None:
+            loaded = LoadedTurn(session_id, turn, step, digest, calls, tokens)
+            self.listener(loaded, progress.reasoning_text(), progress.content_text(), flagged)
 
     def close(self) -> None:
         self._file.close()

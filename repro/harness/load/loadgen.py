@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,19 +20,27 @@ import anyio
 import orjson
 
 from repro.checkers.verdict import AssistantOutput, Defect, ToolCall, Verdict
-from repro.dsml.markers import BLOCK_LEAD_IN
 from repro.harness.load.client import ChatClient
 from repro.harness.load.counts import LiveCounts
 from repro.harness.load.loaded_log import LoadedLog
 from repro.harness.load.loop_probe import ClientLoad, LoopProbe
-from repro.harness.load.request_body import chat_body
+from repro.harness.load.request_body import PLAIN, chat_body, twin_of
 from repro.harness.load.stream_progress import StreamProgress
+from repro.harness.load.turn_checks import (
+    TurnConsistency,
+    asked_for,
+    judge_consistency,
+    twin_wanted,
+    validity_kept,
+)
 from repro.harness.load.watchdog import Watchdog
 from repro.records.turn import TurnOutcome, TurnRecord
 from repro.results import FLUSH_EVERY_S, RunStore
 from repro.scenarios import Scenario, Session
-from repro.scenarios.scripted import ScriptedHistory, assistant_message
+from repro.scenarios.scripted import assistant_message
+from repro.shapes import Shape
 from repro.spec import RunSpec
+from repro.toolformats.prose import prose_before_calls
 
 MAX_ABORT_RETRIES = 3  # an aborted request is re-sent, as an agent framework would
 ABORT_MAX_CHUNK = 40
@@ -65,6 +74,7 @@ class LoadGenerator:
         model: str,
         share: Share,
         loaded_log: LoadedLog | None = None,
+        window_tokens: int | None = None,
     ) -> None:
         self.spec = spec
         self.scenario = scenario
@@ -83,6 +93,13 @@ class LoadGenerator:
         self._scope: anyio.CancelScope | None = None
         # Clients of sessions that ended, their connections still open, for the next sessions.
         self._idle_clients: list[ChatClient] = []
+        self._idle_twins: list[ChatClient] = []  # the stream oracle's second connections
+        self.mix = spec.request_mix()
+        self.window_tokens = window_tokens  # the model's context window, if the server said
+        # Requests open now, by shape; and as they were when the first one failed for want of
+        # an engine (or when the load was stopped): what an engine that died was serving.
+        self.in_flight: Counter[str] = Counter()
+        self.in_flight_at_failure: dict[str, int] | None = None
 
     @classmethod
     def for_endpoint(
@@ -94,8 +111,12 @@ class LoadGenerator:
         model: str,
         share: Share,
         loaded_log: LoadedLog | None = None,
+        window_tokens: int | None = None,
     ) -> LoadGenerator:
-        """The load against one endpoint, every turn judged by the checkers."""
+        """The load against one endpoint, every turn judged by the checkers, in the format
+        the model writes (the profile's [run] tool_format)."""
+        from functools import partial
+
         from repro.checkers import check_turn
         from repro.harness.load.client import client_factory
         from repro.scenarios import get_scenario
@@ -108,7 +129,16 @@ class LoadGenerator:
         )
         scenario = get_scenario(spec.scenario)
         return cls(
-            spec, scenario, new_client, watchdog, store, check_turn, model, share, loaded_log
+            spec,
+            scenario,
+            new_client,
+            watchdog,
+            store,
+            partial(check_turn, format=spec.tool_format or "dsml-v32"),
+            model,
+            share,
+            loaded_log,
+            window_tokens,
         )
 
     @property
@@ -140,9 +170,10 @@ class LoadGenerator:
             await self._run_sessions()
         finally:
             gc.unfreeze()
-            for client in self._idle_clients:
+            for client in [*self._idle_clients, *self._idle_twins]:
                 await client.aclose()
             self._idle_clients.clear()
+            self._idle_twins.clear()
         self.probe.end_window()
 
     async def _run_sessions(self) -> None:
@@ -215,8 +246,8 @@ class LoadGenerator:
         nothing else): send lag is everything repro did, or waited for, in between."""
         spec = self.spec
         if spec.history == "scripted":  # the scenario's plan is the history, whatever comes back
-            plan = ScriptedHistory(
-                self.scenario, session_id, spec.seed, spec.context_max_tokens, spec.thinking
+            plan = self.scenario.scripted(
+                session_id, spec.seed, spec.context_max_tokens, spec.thinking
             )
             session, messages = plan.session, plan.messages
         else:
@@ -225,13 +256,24 @@ class LoadGenerator:
             messages = session.opening()
         aborts_in_a_row = 0
         for turn in range(self.spec.max_turns):
-            request = self._request(messages)
+            tools = session.tools  # this request's (a recorded trace's change per session)
+            shape = self.mix.draw(spec.seed, session_id, turn, tools) if self.mix else PLAIN
+            request = self._request(messages, shape, tools)
             body = orjson.dumps(request)
             progress = StreamProgress(scheduled_at_s=due_s)
             abort_after = self._abort_point(session_id, turn, aborts_in_a_row)
-            await self._send(client, session_id, turn, body, progress, abort_after)
-            verdict, defects = self._judge(session, progress)
-            record = self._record(session_id, turn, progress, len(body), verdict, defects)
+            twin = None
+            if abort_after is None and twin_wanted(spec, session_id, turn):
+                twin = StreamProgress(scheduled_at_s=due_s)
+                await self._send_twins(client, session_id, turn, body, progress, shape, twin)
+            else:
+                await self._send(client, session_id, turn, body, progress, abort_after, shape)
+            verdict, defects = self._judge(session, progress, shape, tools)
+            checks = self._consistency(progress, shape, twin, tools)
+            defects += checks.defects
+            record = self._record(
+                session_id, turn, progress, len(body), verdict, defects, shape, checks.twin
+            )
             if progress.outcome is TurnOutcome.PROTOCOL_ERROR:
                 self.store.add_protocol_error(
                     session_id, turn, progress.error, progress.bad_event,
@@ -239,9 +281,13 @@ class LoadGenerator:
                 )  # fmt: skip
             if record.corrupted:
                 calls = _call_dicts(verdict.calls or progress.tool_calls())
-                self.store.add_failure(record, request, [_defect_dict(d) for d in defects], calls)
+                self.store.add_failure(
+                    record, request, [_defect_dict(d) for d in defects], calls, checks.evidence
+                )
             if self.loaded_log is not None and plan and progress.outcome is TurnOutcome.OK:
-                self.loaded_log.add(session_id, turn, plan.step, body, progress)
+                self.loaded_log.add(
+                    session_id, turn, plan.step, body, progress, flagged=record.corrupted
+                )
             due_s = progress.ended_at_s
             if progress.outcome is TurnOutcome.ABORTED and aborts_in_a_row < MAX_ABORT_RETRIES:
                 aborts_in_a_row += 1
@@ -260,15 +306,18 @@ class LoadGenerator:
                 messages += session.respond(
                     calls, ids, prompt_tokens, progress.usage.completion_tokens or 0
                 )
-            elif record.corrupted:
+            elif record.corrupted or _forbids_calls(shape, progress):
+                # A shape that allowed no call (or cut it short) is not the agent's answer.
                 messages.append(session.retry_notice())
+            elif follow := session.follow_up():  # a recorded chat goes on with the user
+                messages += follow
             else:
                 return  # a clean reply without calls: the agent's final answer
             if session.finished(prompt_tokens):
                 return
 
-    def _request(self, messages: list[dict]) -> dict:
-        return chat_body(self.spec, self.model, self.tools, messages)
+    def _request(self, messages: list[dict], shape: Shape, tools: list[dict]) -> dict:
+        return chat_body(self.spec, self.model, tools, messages, shape)
 
     def _abort_point(self, session_id: int, turn: int, attempt: int) -> int | None:
         """Seeded: whether this request is cancelled mid-stream, and after how many chunks."""
@@ -287,25 +336,100 @@ class LoadGenerator:
         body: bytes,
         progress: StreamProgress,
         abort_after: int | None,
+        shape: Shape,
     ) -> None:
+        label = shape.label
         self.counts.open_requests += 1
+        self.in_flight[label] += 1
         try:
-            await client.stream_chat(
-                body, progress, deadline_s=self.spec.turn_timeout_s, abort_after_chunks=abort_after
-            )
+            await self._exchange(client, body, progress, abort_after, shape.streamed)
         except anyio.get_cancelled_exc_class():
             # The run is ending: keep what arrived, and say why it ended.
+            if self.in_flight_at_failure is None:
+                self.in_flight_at_failure = dict(self.in_flight)
             if self.wedge:
                 progress.fail(TurnOutcome.STALLED, self.wedge)
             else:
                 progress.fail(TurnOutcome.CANCELLED, "the run was interrupted")
             progress.ended_at_s = self.clock.now()
-            self._record(session_id, turn, progress, len(body), Verdict(), [])
+            self._record(session_id, turn, progress, len(body), Verdict(), [], shape)
             raise
+        finally:
+            if (
+                progress.outcome is TurnOutcome.TRANSPORT_ERROR
+                and self.in_flight_at_failure is None
+            ):
+                self.in_flight_at_failure = dict(self.in_flight)  # the engine went away
+            self.in_flight[label] -= 1
+            self.counts.open_requests -= 1
+
+    async def _exchange(
+        self,
+        client: ChatClient,
+        body: bytes,
+        progress: StreamProgress,
+        abort_after: int | None,
+        streamed: bool,
+    ) -> None:
+        deadline_s = self.spec.turn_timeout_s
+        if streamed:
+            await client.stream_chat(
+                body, progress, deadline_s=deadline_s, abort_after_chunks=abort_after
+            )
+        else:
+            await client.complete_chat(body, progress, deadline_s=deadline_s)
+
+    async def _send_twins(
+        self,
+        client: ChatClient,
+        session_id: int,
+        turn: int,
+        body: bytes,
+        progress: StreamProgress,
+        shape: Shape,
+        twin: StreamProgress,
+    ) -> None:
+        """The turn and its twin (the same request the other way), sent at the same time."""
+        twin_body = orjson.dumps(twin_of(orjson.loads(body)))
+        other = self._idle_twins.pop() if self._idle_twins else self.new_client()
+        kept = False
+        try:
+            async with anyio.create_task_group() as both:
+                both.start_soon(self._send_twin, other, twin_body, twin, not shape.streamed)
+                await self._send(client, session_id, turn, body, progress, None, shape)
+            kept = True
+        finally:
+            if kept:
+                self._idle_twins.append(other)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await other.aclose()
+
+    async def _send_twin(
+        self, client: ChatClient, body: bytes, progress: StreamProgress, streamed: bool
+    ) -> None:
+        self.counts.open_requests += 1
+        try:
+            await self._exchange(client, body, progress, None, streamed)
         finally:
             self.counts.open_requests -= 1
 
-    def _judge(self, session: Session, progress: StreamProgress) -> tuple[Verdict, list[Defect]]:
+    def _consistency(
+        self, progress: StreamProgress, shape: Shape, twin: StreamProgress | None, tools: list[dict]
+    ) -> TurnConsistency:
+        asked = asked_for(shape, self.spec, self.window_tokens)
+        twin_asked = None
+        if twin is not None:
+            twin_asked = asked_for(
+                shape, self.spec, self.window_tokens, streamed=not shape.streamed
+            )
+        return judge_consistency(
+            progress, asked, tools, twin, twin_asked, self.spec.numerical_margin_nats
+        )
+
+    def _judge(
+        self, session: Session, progress: StreamProgress, shape: Shape, tools: list[dict]
+    ) -> tuple[Verdict, list[Defect]]:
         if progress.outcome is not TurnOutcome.OK or not self.spec.judges_validity:
             return Verdict(), []
         output = AssistantOutput(
@@ -314,10 +438,10 @@ class LoadGenerator:
             tool_calls=progress.tool_calls(),
             finish_reason=progress.finish_reason,
         )
-        verdict = self.judge(output, self.tools)
+        verdict = self.judge(output, tools)
         calls = verdict.calls or output.tool_calls
         semantic = session.semantic_defects(calls, output.content)
-        return verdict, [*verdict.defects, *semantic]
+        return verdict, validity_kept([*verdict.defects, *semantic], shape, output.finish_reason)
 
     def _calls(
         self, session_id: int, turn: int, progress: StreamProgress, verdict: Verdict
@@ -333,7 +457,8 @@ class LoadGenerator:
     ) -> dict:
         content = progress.content_text()
         if calls and not progress.calls:
-            content = content.split(BLOCK_LEAD_IN, 1)[0]  # the calls travel as tool_calls instead
+            # the calls travel as tool_calls instead
+            content = prose_before_calls(content, self.spec.tool_format)
         return assistant_message(content, progress.reasoning_text(), calls, ids)
 
     def _record(
@@ -344,6 +469,8 @@ class LoadGenerator:
         request_bytes: int,
         verdict: Verdict,
         defects: list[Defect],
+        shape: Shape = PLAIN,
+        twin: str = "",
     ) -> TurnRecord:
         usage = progress.usage
         calls = verdict.calls or progress.tool_calls()
@@ -381,7 +508,9 @@ class LoadGenerator:
             first_defect=f"{first.kind}@{first.field}:{first.offset}: {first.message}"
             if first
             else "",
-            judged=self.spec.judges_validity,
+            judged=self.spec.judges_every_turn,
+            shape=shape.label,
+            twin=twin,
         )
         self.store.append(record)
         self._count(record)
@@ -401,6 +530,15 @@ class LoadGenerator:
             counts.errors += 1
         counts.completion_tokens += record.completion_tokens or 0
         counts.max_prompt_tokens = max(counts.max_prompt_tokens, record.prompt_tokens or 0)
+
+
+def _forbids_calls(shape: Shape, progress: StreamProgress) -> bool:
+    """Whether the turn's shape kept it from calling (tool_choice none, a JSON answer) or cut
+    it short (finish_reason length under a tight max_tokens, a stop string)."""
+    if shape["tool_choice"] == "none" or shape["response_format"] != "text":
+        return True
+    cut = progress.finish_reason == "length" and shape["max_tokens"] == "tight"
+    return cut or shape["stop"] == "strings"
 
 
 def _call_dicts(calls: Sequence[ToolCall]) -> list[dict[str, str]]:

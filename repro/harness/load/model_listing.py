@@ -43,3 +43,18 @@ def _quoted(body: bytes) -> str:
     if not text:
         return "an empty body"
     return repr(text[:_SHOWN_CHARS] + ("…" if len(text) > _SHOWN_CHARS else ""))
+
+
+def model_window(body: bytes) -> int | None:
+    """The first model's context window (`max_model_len`, as vLLM, SGLang and the embedded
+    engine list it), or None when the listing does not say."""
+    try:
+        listing = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    data = listing.get("data") if isinstance(listing, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    window = first.get("max_model_len") if isinstance(first, dict) else None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
+    return None

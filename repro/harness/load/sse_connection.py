@@ -29,7 +29,7 @@ import httptools
 import msgspec
 import orjson
 
-from repro.harness.load.chunk import DECODE_ERRORS, decode_chunk, violation
+from repro.harness.load.chunk import DECODE_ERRORS, decode_chunk, decode_completion, violation
 from repro.records.turn import TurnOutcome
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class SseConnection(asyncio.Protocol):
         "_abort_after", "_content_encoding", "_content_type", "_done",
         "_error_body", "_error_bytes", "_head_done", "_interim", "_live", "_max_bytes",
         "_not_a_stream", "_parser", "_progress", "_received", "_status", "_t0", "_tail",
-        "_tokens", "closed", "reusable", "transport",
+        "_tokens", "_whole", "closed", "reusable", "transport",
     )  # fmt: skip
 
     def __init__(self, t0: float) -> None:
@@ -65,6 +65,7 @@ class SseConnection(asyncio.Protocol):
         self._progress: StreamProgress | None = None
         self._done: asyncio.Future[None] | None = None
         self._received = 0
+        self._whole = False
 
     # --- one request -------------------------------------------------------------------
     def send(
@@ -74,8 +75,11 @@ class SseConnection(asyncio.Protocol):
         *,
         abort_after: int | None,
         max_bytes: int,
+        whole: bool = False,
     ) -> asyncio.Future[None]:
+        """`whole`: the request said `stream: false`; its answer is one JSON completion."""
         self._progress, self._abort_after, self._max_bytes = progress, abort_after, max_bytes
+        self._whole = whole
         self._parser = httptools.HttpResponseParser(self)
         self._status = 0
         self._content_type = b""
@@ -225,6 +229,15 @@ class SseConnection(asyncio.Protocol):
                 "which repro did not ask for",
                 b"",
             )
+        elif status == 200 and self._whole:
+            if self._content_type.startswith(b"text/event-stream"):
+                self._protocol_error(
+                    "streamed_whole",
+                    "the server streamed its answer to a request with stream: false",
+                    b"",
+                )
+            else:
+                self._not_a_stream = True  # the whole completion: read below, judged at its end
         elif (
             status == 200
             and self._content_type
@@ -234,7 +247,7 @@ class SseConnection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         if self._status != 200 or self._not_a_stream:
-            if self._error_bytes < _KEEP_ERROR_BYTES:
+            if self._error_bytes < _KEEP_ERROR_BYTES or self._whole:  # capped by max_bytes
                 self._error_body.append(body)
             self._error_bytes += len(body)
             return
@@ -250,6 +263,7 @@ class SseConnection(asyncio.Protocol):
         progress = self._progress
         assert progress is not None
         if progress.done:
+            progress.note("after_done", "an event after [DONE]")
             return
         try:
             event = decode_chunk(body[5:])
@@ -308,8 +322,9 @@ class SseConnection(asyncio.Protocol):
             # Blank separators, comments (keep-alives) and other SSE fields carry no data.
             if not line.startswith(b"data:"):
                 continue
-            if progress.done:
-                continue  # read to the end after [DONE], so the connection is reused
+            if progress.done:  # read to the end after [DONE], so the connection is reused
+                progress.note("after_done", "an event after [DONE]")
+                continue
             payload = line[5:]
             try:
                 event = decode_chunk(payload)
@@ -372,8 +387,12 @@ class SseConnection(asyncio.Protocol):
         )
 
     def _not_a_stream_answer(self) -> None:
-        """A 200 whose content type is not an event stream: name what it was instead."""
+        """A 200 whose content type is not an event stream: name what it was instead (or, for
+        a `stream: false` request, read it as the whole completion it should be)."""
         body = b"".join(self._error_body)
+        if self._whole:
+            self._whole_answer(body)
+            return
         kind = self._content_type.split(b";")[0].decode("latin-1") or "no content type"
         what = f"a {kind} body"
         if kind == "application/json" and b'"choices"' in body[:_KEEP_ERROR_BYTES]:
@@ -383,6 +402,32 @@ class SseConnection(asyncio.Protocol):
         self._protocol_error(
             "not_event_stream", f"the 200 answer is {what}, not an event stream", body
         )
+
+    def _whole_answer(self, body: bytes) -> None:
+        """A `stream: false` answer, whole: decoded and validated once, then folded in."""
+        progress = self._progress
+        assert progress is not None
+        if not self._content_type.startswith(b"application/json") and self._content_type:
+            kind = self._content_type.split(b";")[0].decode("latin-1")
+            self._protocol_error(
+                "not_json", f"the 200 answer to stream: false is a {kind} body, not JSON", body
+            )
+            return
+        try:
+            answer = decode_completion(body)
+        except DECODE_ERRORS as exc:
+            kind = "schema" if isinstance(exc, msgspec.ValidationError) else "bad_json"
+            text = str(exc)
+            if kind == "schema":
+                text = f"the answer breaks the chat-completion schema: {exc}"
+            self._protocol_error(kind, text, body)
+            return
+        except RecursionError:
+            self._protocol_error("too_deep", "the answer nests deeper than repro reads", body)
+            return
+        progress.last_event_at_s = _perf_counter() - self._t0
+        progress.apply_whole(answer)
+        progress.done = True
 
     def _error_answer(self) -> None:
         """A status other than 200: the server's words, or a broken stream it came as."""

@@ -34,6 +34,7 @@ class _Watched:
     idle_timeout_s: float
     deadline_at_s: float  # moved later by every pause
     idle_since_s: float  # restarted by every pause
+    streaming: bool = True  # False: a whole answer, silent until done (no wedge evidence)
 
 
 class Watchdog:
@@ -56,17 +57,27 @@ class Watchdog:
 
     @property
     def open_requests(self) -> int:
-        return len(self._open)
+        """Open requests that stream: only they can show the engine moving, or not."""
+        return sum(1 for w in self._open.values() if w.streaming)
 
     @contextlib.contextmanager
     def watching(
-        self, progress: StreamProgress, deadline_s: float, idle_timeout_s: float
+        self,
+        progress: StreamProgress,
+        deadline_s: float,
+        idle_timeout_s: float,
+        *,
+        streaming: bool = True,
     ) -> Iterator[anyio.CancelScope]:
         """A scope the watchdog cancels, with `progress.outcome` set first, when the request
-        passes its deadline or goes `idle_timeout_s` without an event."""
+        passes its deadline or goes `idle_timeout_s` without an event. A request that is not
+        `streaming` (a whole answer) sends nothing until it is done: it neither counts as an
+        open request that waits for tokens nor as evidence the engine moves, until it ends."""
         now = self.clock.now()
         scope = anyio.CancelScope()
-        watched = _Watched(progress, scope, deadline_s, idle_timeout_s, now + deadline_s, now)
+        watched = _Watched(
+            progress, scope, deadline_s, idle_timeout_s, now + deadline_s, now, streaming
+        )
         self._open[id(watched)] = watched
         try:
             with scope:

@@ -79,8 +79,9 @@ async def _work(job: dict[str, Any], early: bytes, pipe: _Pipe) -> None:
     store = RunStore(Path(job["run_dir"]), worker=job["index"], relay=relay_to(pipe.write))
     share = Share(range(*job["ids"]), job["concurrency"])
     generator = LoadGenerator.for_endpoint(
-        spec, job["base_url"], watchdog, store, job["model"], share
-    )
+        spec, job["base_url"], watchdog, store, job["model"], share,
+        window_tokens=job.get("window_tokens"),
+    )  # fmt: skip
     error: ReproError | None = None
     try:
         async with anyio.create_task_group() as group:

@@ -98,12 +98,14 @@ class WorkerFleet:
         model: str,
         sessions: range,
         workers: int,
+        window_tokens: int | None = None,
     ) -> None:
         self.spec = spec
         self.base_url = base_url
         self.store = store
         self.clock = clock
         self.model = model
+        self.window_tokens = window_tokens
         self.workers = [
             _Worker(i, ids, concurrency)
             for i, (ids, concurrency) in enumerate(
@@ -158,6 +160,7 @@ class WorkerFleet:
             "spec": self.spec.model_dump(mode="json"),
             "base_url": self.base_url,
             "model": self.model,
+            "window_tokens": self.window_tokens,
             "run_dir": str(self.store.run_dir),
             "index": worker.index,
             "ids": [worker.ids.start, worker.ids.stop, worker.ids.step],

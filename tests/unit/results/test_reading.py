@@ -94,7 +94,7 @@ def test_compare_tells_12_of_80_from_0_of_80() -> None:
         (
             "spec.json",
             b'{"config": {}, "spec": {"oracle": "x"}}',
-            r"spec.json: 'spec.oracle' is 'x', not one of validity, divergence, both\.",
+            r"spec.json: 'spec.oracle' is 'x', not one of validity, divergence, both, none\.",
         ),
     ],
 )

@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from repro.errors import ReproError
-from repro.harness.lifecycle.replay import Replay
+from repro.harness.lifecycle.replay import Replay, _Item
+from repro.harness.load.chunk import Usage
 from repro.harness.load.loaded_log import LoadedTurn
 from repro.harness.load.request_body import body_sha256, chat_body
 from repro.harness.load.stream_progress import StreamProgress
@@ -57,16 +58,18 @@ class FakeReference:
 
 
 def replay_one(tmp_path: Path, turns: list[LoadedTurn], reference: FakeReference) -> Replay:
-    replay = Replay(SPEC, SCENARIO, "m", tmp_path, list)
-    records = {
-        (t.session_id, t.turn): record(t.session_id, t.turn, content="the answer", reasoning="")
-        for t in turns
-    }
-    writer = ReplayWriter(tmp_path)
+    records = [record(t.session_id, t.turn, content="the answer", reasoning="") for t in turns]
+    replay = Replay(SPEC, SCENARIO, "m", tmp_path, lambda: records)
+    replay._writer = ReplayWriter(tmp_path)
+
+    async def in_order() -> None:
+        for turn in turns:
+            await replay.replay_one(reference, "http://ref", _Item(turn))  # type: ignore[arg-type]
+
     try:
-        anyio.run(replay._session, reference, "http://ref", turns, records, writer)
+        anyio.run(in_order)
     finally:
-        writer.close()
+        replay._writer.close()
     return replay
 
 
@@ -113,5 +116,80 @@ def test_auto_takes_the_next_session_only_if_it_would_end_within_the_budget() ->
     assert replay._fits(1000)  # no budget: --replay-sample all or N
     replay.counts.budget_s, replay.counts.started_at_s = 10.0, time.monotonic() - 4.0
     assert replay._fits(1000)  # no pace yet: the first session is always taken
-    replay.counts.turns_done, replay._turn_s = 4, 4.0  # one second a turn so far
+    replay.counts.turns_done = 4  # one second a turn so far
     assert replay._fits(5) and not replay._fits(7)  # 4 s gone: 5 more end by 9 s, 7 by 11 s
+    replay._in_flight = 2  # turns still being replayed count too
+    assert not replay._fits(5)
+
+
+class RacyReference(FakeReference):
+    """Answers wrong while another request is in flight (a concurrency bug of its own), and
+    remembers the most requests it held at once per session."""
+
+    def __init__(self) -> None:
+        super().__init__(other=set())
+        self.open: list[int] = []
+        self.same_session_at_once = 0
+
+    async def stream_chat(
+        self, body: bytes, progress: StreamProgress, *, deadline_s: float
+    ) -> None:
+        request = orjson.loads(body)
+        self.bodies.append(request)
+        session = request["messages"][1]["content"]  # the task names the session's test
+        self.same_session_at_once = max(
+            self.same_session_at_once, self.open.count(hash(session)) + 1
+        )
+        self.open.append(hash(session))
+        try:
+            crowded = len(self.open) > 1
+            await anyio.sleep(0.01)
+            progress.content.append("garbled" if crowded else "the answer")
+            progress.usage, progress.usage_events = Usage(10, 2, 12), 1
+            progress.finish_reason = "stop"
+            progress.ended_at_s = progress.scheduled_at_s + 0.01
+        finally:
+            self.open.remove(hash(session))
+
+
+def test_several_at_once_never_replays_two_turns_of_a_session_together_and_confirms_alone(
+    tmp_path: Path,
+) -> None:
+    turns = [t for sid in range(6) for t in loaded_turns(sid)]
+    records = [record(t.session_id, t.turn, content="the answer", reasoning="") for t in turns]
+    spec = RunSpec.build(
+        **(SPEC.model_dump() | {"replay_sample": "all", "replay_concurrency": "4"})
+    )
+    replay = Replay(spec, SCENARIO, "m", tmp_path, lambda: records)
+    for session_id, ts in replay.plan(turns).items():
+        replay._sessions.append((session_id, [_Item(t) for t in ts]))
+    replay._load_ended = True
+    reference = RacyReference()
+
+    async def serve() -> None:
+        replay.concurrency = 4
+        replay._writer = ReplayWriter(tmp_path)
+        async with anyio.create_task_group() as workers:
+            for _ in range(4):
+                workers.start_soon(worker)
+        held_back[:] = [item for item, _ in replay._alone]
+        while replay._alone:  # with nothing else in flight, as Replay._confirm_alone does
+            item, request = replay._alone.pop(0)
+            progress = StreamProgress(scheduled_at_s=0.0)
+            await reference.stream_chat(orjson.dumps(request), progress, deadline_s=5)
+            replay.judge(item, "http://ref", progress, request, alone=True)
+        replay._writer.close()
+
+    async def worker() -> None:
+        while (item := await replay._next()) is not None:
+            await replay.replay_one(reference, "http://ref", item)  # type: ignore[arg-type]
+
+    held_back: list = []
+    anyio.run(serve)
+    assert reference.same_session_at_once == 1  # a session's turns one at a time
+    assert len(replay.turns) == len(turns) and replay.counts.turns_done == len(turns)
+    # Every garbled answer at four at once was a divergence, replayed alone: none counted;
+    # the clean ones were judged where they came.
+    assert len(held_back) == replay.overturned > 0 and replay.confirmed == 0
+    assert len(held_back) < len(turns)
+    assert {v.divergence.kind for v in replay.turns.values()} == {"identical"}
