@@ -39,10 +39,11 @@ def test_the_tree_keeps_every_contract() -> None:
 
 PLANTED = {
     # contract broken -> (module, the import planted at its top)
-    "The embedded engine and the proxy stand beside the harness": (
+    "The embedded engine, the proxy and the recorder stand beside the harness": (
         "repro/sim/clock.py",
         "import repro.harness",
     ),
+    "the recorder stand beside the harness": ("repro/record/answer.py", "import repro.harness"),
     "Layers": ("repro/checkers/kinds.py", "import repro.results"),
     "The harness's rooms": (
         "repro/harness/load/clock.py",
