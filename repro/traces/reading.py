@@ -12,6 +12,7 @@ raises the first problem as a UsageError (a run refuses a trace it could not rep
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,7 +294,9 @@ def _tools_problems(tools: list[Message], where: str) -> Iterator[str]:
         if parameters is None:
             continue
         try:
-            Draft202012Validator.check_schema(parameters)
+            with warnings.catch_warnings():  # `re` warning of a set like [[ (see toolset.py)
+                warnings.simplefilter("ignore", FutureWarning)
+                Draft202012Validator.check_schema(parameters)
         except SchemaError as exc:
             at = field_path([f"{where}[{i}]", "function", "parameters", *exc.absolute_path])
             yield f"{at} is not a valid JSON Schema ({exc.message})"

@@ -167,7 +167,7 @@ def test_preflight_checks_the_slurm_side_before_submitting(tmp_path: Path) -> No
     big = repro("preflight", "--launcher", "slurm", "--nodes", "5")
     assert big.returncode == 2
     assert "Partition debug has 3 node(s); the pd placement needs 5 (--nodes)." in big.stderr
-    assert last_job() == before  # nothing was submitted
+    assert not last_job() - before  # nothing was submitted (old jobs may age out meanwhile)
 
 
 def test_inside_an_allocation_it_uses_that_jobs_nodes_and_leaves_the_job_alone(tmp_path):
