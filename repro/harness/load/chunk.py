@@ -79,13 +79,20 @@ class Chunk(msgspec.Struct, gc=False):
 
     def error_text(self) -> str:
         """The server's own words for an error event, whatever shape they came in."""
-        error = self.error if self.error is not None else self.message
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        return str(error)[:ERROR_TEXT_CHARS]
+        return server_words(self.error, self.message)
 
 
 ERROR_TEXT_CHARS = 2000
+
+
+def server_words(error: Any, message: Any) -> str:
+    """An error object's message ({"error": {...} | "text"} or {"message": ...}), capped."""
+    said = error if error is not None else message
+    if isinstance(said, dict):
+        said = said.get("message", said)
+    return str(said)[:ERROR_TEXT_CHARS]
+
+
 _decoder = msgspec.json.Decoder(Chunk)
 
 
@@ -132,10 +139,7 @@ class Completion(msgspec.Struct, gc=False):
         return self.error is not None or self.object == "error"
 
     def error_text(self) -> str:
-        error = self.error if self.error is not None else self.message
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        return str(error)[:ERROR_TEXT_CHARS]
+        return server_words(self.error, self.message)
 
 
 decode_completion = msgspec.json.Decoder(Completion).decode

@@ -155,28 +155,7 @@ class StreamProgress:
         choice = choices[0]
         if choice.index or self._past_end:
             return self._apply_choices(choices)
-        if choice.finish_reason:
-            self.finish_reason = choice.finish_reason
-            self._past_end = True
-        if choice.logprobs is not None:  # kept as sent (the divergence oracle reads them)
-            content = choice.logprobs.get("content") if isinstance(choice.logprobs, dict) else None
-            if isinstance(content, list):
-                self.logprobs += content
-        delta = choice.delta
-        if delta is None:
-            return 0
-        token = 0
-        reasoning = delta.reasoning_content or delta.reasoning
-        if reasoning:
-            self.reasoning.append(reasoning)
-            token = 1
-        if delta.content:
-            self.content.append(delta.content)
-            token = 1
-        if delta.tool_calls:
-            self._fold_calls(self.calls, delta.tool_calls, 0)
-            token = 1
-        return token
+        return self._fold_first(choice)
 
     def _usage_event(self, event: Chunk) -> None:
         self.usage = event.usage  # type: ignore[assignment]
