@@ -21,7 +21,7 @@ from repro.bisect.oracle import Oracle
 from repro.bisect.parallel import OraclePool
 from repro.bisect.progress import Progress
 from repro.bisect.sprt import SprtSettings
-from repro.bisect.trial import TrialRunner
+from repro.bisect.trial import Trial, TrialRunner
 from repro.spec import RUNS_DIR, RunSpec, usage_error
 
 Report = TypeVar("Report")
@@ -156,25 +156,27 @@ def flag_report_json(report: FlagReport) -> dict[str, object]:
         "dispersion": round(report.phi, 3),
         "notes": list(report.notes),
         "table": [
-            {
-                "trial": t.label,
-                "config": dict(t.config),
-                "decision": t.result.decision.value,
-                "decided_after_sessions": t.result.sessions,
-                "outcome": t.outcome,
-                "llr": round(t.result.llr, 3),
-                "sessions_corrupted": t.rate.k,
-                "sessions": t.rate.n,
-                "sessions_run": t.sessions_run,
-                "rate": t.rate.value,
-                "rate_low": t.rate.low,
-                "rate_high": t.rate.high,
-                "wall_s": round(t.evidence.wall_s, 1),
-                "from_cache_sessions": t.cached_sessions,
-                "cache_key": t.digest,
-            }
-            for t in report.trials
+            {"trial": t.label, "config": dict(t.config), **trial_figures(t)} for t in report.trials
         ],
+    }
+
+
+def trial_figures(t: Trial) -> dict[str, object]:
+    """A trial's row in a campaign's JSON, after its label and what it tested."""
+    return {
+        "decision": t.result.decision.value,
+        "decided_after_sessions": t.result.sessions,
+        "outcome": t.outcome,
+        "llr": round(t.result.llr, 3),
+        "sessions_corrupted": t.rate.k,
+        "sessions": t.rate.n,
+        "sessions_run": t.sessions_run,
+        "rate": t.rate.value,
+        "rate_low": t.rate.low,
+        "rate_high": t.rate.high,
+        "wall_s": round(t.evidence.wall_s, 1),
+        "from_cache_sessions": t.cached_sessions,
+        "cache_key": t.digest,
     }
 
 

@@ -106,7 +106,8 @@ class Kind(StrEnum):
     PARTIAL_MARKER = "partial_marker"
 
 
-def _table_rows(doc: str) -> dict[str, tuple[str, str]]:
+def doc_table_rows(doc: str) -> dict[str, tuple[str, str]]:
+    """The rows of a docstring's three-column table whose first cell is a `kind`."""
     rows = {}
     for line in doc.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
@@ -116,7 +117,7 @@ def _table_rows(doc: str) -> dict[str, tuple[str, str]]:
 
 
 # kind -> (group, meaning), read from the table above so the table is the one source.
-MEANINGS: dict[str, tuple[str, str]] = _table_rows(__doc__ or "")
+MEANINGS: dict[str, tuple[str, str]] = doc_table_rows(__doc__ or "")
 
 
 def table_markdown() -> str:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from repro.bisect.campaign import _Campaign, _oracles, _run, _say, _write_json
+from repro.bisect.campaign import _Campaign, _oracles, _run, _say, _write_json, trial_figures
 from repro.bisect.history.environments import EnvironmentCache
 from repro.bisect.history.git_range import (
     commits_between,
@@ -343,23 +343,7 @@ def history_report_json(report: HistoryReport, kind: str) -> dict[str, object]:
         "dispersion": round(report.phi, 3),
         "notes": list(report.notes),
         "table": [
-            {
-                "trial": t.label,
-                "point": t.config.get(POINT),
-                "decision": t.result.decision.value,
-                "decided_after_sessions": t.result.sessions,
-                "outcome": t.outcome,
-                "llr": round(t.result.llr, 3),
-                "sessions_corrupted": t.rate.k,
-                "sessions": t.rate.n,
-                "sessions_run": t.sessions_run,
-                "rate": t.rate.value,
-                "rate_low": t.rate.low,
-                "rate_high": t.rate.high,
-                "wall_s": round(t.evidence.wall_s, 1),
-                "from_cache_sessions": t.cached_sessions,
-                "cache_key": t.digest,
-            }
+            {"trial": t.label, "point": t.config.get(POINT), **trial_figures(t)}
             for t in report.trials
         ],
     }

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from repro.checkers.kinds import doc_table_rows
+
 
 class Broken(StrEnum):
     FINISH_REASON_LIE = "finish_reason_lie"
@@ -41,17 +43,8 @@ class Broken(StrEnum):
     STREAM_DISAGREES = "stream_disagrees"
 
 
-def _rows(doc: str) -> dict[str, tuple[str, str]]:
-    rows = {}
-    for line in doc.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if len(cells) == 3 and cells[0].startswith("`") and cells[0] != "`kind`":
-            rows[cells[0].strip("`")] = (cells[1], cells[2])
-    return rows
-
-
 # kind -> (bug class, what is wrong), read from the table above: the table is the one source.
-RULES: dict[str, tuple[str, str]] = _rows(__doc__ or "")
+RULES: dict[str, tuple[str, str]] = doc_table_rows(__doc__ or "")
 KINDS = frozenset(RULES)
 
 

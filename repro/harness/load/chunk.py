@@ -63,10 +63,9 @@ class Usage(msgspec.Struct, gc=False):
         return None if details is None else details.cached_tokens
 
 
-class Chunk(msgspec.Struct, gc=False):
-    """One `data:` event of a streamed chat completion (or an error event in its place)."""
+class _Answer(msgspec.Struct, gc=False):
+    """What a streamed event and a whole completion share: usage, and the error shapes."""
 
-    choices: list[Choice] | None = None
     usage: Usage | None = None
     object: str | None = None
     # Error events: {"error": {...} | "text"} (OpenAI, SGLang) or {"object": "error", "message": ...}
@@ -78,8 +77,14 @@ class Chunk(msgspec.Struct, gc=False):
         return self.error is not None or self.object == "error"
 
     def error_text(self) -> str:
-        """The server's own words for an error event, whatever shape they came in."""
+        """The server's own words for an error, whatever shape they came in."""
         return server_words(self.error, self.message)
+
+
+class Chunk(_Answer, gc=False):
+    """One `data:` event of a streamed chat completion (or an error event in its place)."""
+
+    choices: list[Choice] | None = None
 
 
 ERROR_TEXT_CHARS = 2000
@@ -125,21 +130,10 @@ class WholeChoice(msgspec.Struct, gc=False):
     logprobs: Any = None
 
 
-class Completion(msgspec.Struct, gc=False):
+class Completion(_Answer, gc=False):
     """A whole chat completion (`stream: false`), or an error object in its place."""
 
     choices: list[WholeChoice] | None = None
-    usage: Usage | None = None
-    object: str | None = None
-    error: Any = None
-    message: Any = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.error is not None or self.object == "error"
-
-    def error_text(self) -> str:
-        return server_words(self.error, self.message)
 
 
 decode_completion = msgspec.json.Decoder(Completion).decode
