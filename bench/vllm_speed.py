@@ -66,6 +66,15 @@ def model_shape(model: Path) -> str:
     )
 
 
+def replayed_turns(out: Path) -> int:
+    """The turns the divergence oracle judged (its verdicts, one line a turn)."""
+    verdicts = out / "divergence.jsonl"
+    if not verdicts.exists():
+        return 0
+    lines = verdicts.read_text().splitlines()
+    return len({(v["session_id"], v["turn"]) for v in map(json.loads, lines)})
+
+
 def load_figures(out: Path) -> dict:
     """The load phase from turns.parquet: loaded turns only (the replay is the oracle's)."""
     turns = pq.read_table(out / "turns.parquet").to_pandas()
@@ -77,7 +86,7 @@ def load_figures(out: Path) -> dict:
     prompt = int(done["prompt_tokens"].sum())
     return {
         "turns_loaded": len(done),
-        "turns_judged": int(turns["judged"].astype(bool).sum()),
+        "turns_judged": max(int(turns["judged"].astype(bool).sum()), replayed_turns(out)),
         "load_s": load_s,
         "completion_tokens": completion,
         "prompt_tokens": prompt,
@@ -115,7 +124,7 @@ def main() -> int:
     figures = load_figures(out) if (out / "turns.parquet").exists() else {}
     spec = json.loads((out / "spec.json").read_text()) if (out / "spec.json").exists() else {}
     engine = summary.get("engine") or spec.get("engine") or "?"
-    model = next((a for a in (spec.get("roles") or [{}])[0].get("argv", []) if "/" in a), "")
+    model = str(REPO / ".cache" / "tiny-qwen2")  # the vLLM profile's default model
     shown = shlex.join(command[:-2])
     print(f"\n{time.strftime('%Y-%m-%d')}: `{shown}` on {cpu_model()} ({cpu_flags()})")
     print(

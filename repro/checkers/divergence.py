@@ -231,6 +231,17 @@ def compare(loaded: Answer, reference: Answer, numerical_margin_nats: float) -> 
     gap = verdict.gap_nats
     if gap is not None and gap < numerical_margin_nats:
         return dataclasses.replace(verdict, kind=DivergenceKind.NUMERICAL)
+    if gap is None and theirs.logprob is not None:
+        # Not listed: the reference scored it below its last alternative, and no lower. Where
+        # the listed ones lie within the margin (a flat distribution, as a random model's),
+        # that is no proof it lies far below: a near tie among many, not counted.
+        spread = theirs.logprob - min(lp for _, lp in theirs.top)
+        if spread < numerical_margin_nats:
+            note = (
+                f"not among the reference's top {len(theirs.top)}, which lie within "
+                f"{spread:.2f} nats of its choice: too flat to tell a flip from corruption"
+            )
+            return dataclasses.replace(verdict, kind=DivergenceKind.NUMERICAL, note=note)
     return verdict
 
 

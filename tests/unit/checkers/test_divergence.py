@@ -61,6 +61,19 @@ def test_a_token_the_reference_scored_far_below_or_not_at_all_is_corrupt() -> No
     assert compare(answer(far), answer(REFERENCE), 5.0).kind is DivergenceKind.NUMERICAL
 
 
+def test_a_token_missing_from_a_flat_top_k_proves_nothing_and_is_not_counted() -> None:
+    """A random model's first token (measured on vLLM CPU, 2026-12-05): five alternatives
+    within 0.6 nats, the loaded token not among them. It may lie just below the fifth."""
+    flat = item("a", ("a", -3.9), ("b", -4.15), ("c", -4.3), ("d", -4.4), ("e", -4.5))
+    loaded = [item("z", ("z", -3.56), ("y", -4.27))]
+    verdict = compare(answer(loaded), answer([flat]), 1.0)
+    assert verdict.kind is DivergenceKind.NUMERICAL and not verdict.counts
+    assert "top 5, which lie within 0.60 nats" in verdict.note
+    # The same absence from a top-k that spans the margin is corrupt: it lies further below.
+    steep = item("a", ("a", -0.1), ("b", -2.5))
+    assert compare(answer(loaded), answer([steep]), 1.0).kind is DivergenceKind.CORRUPT
+
+
 def test_an_answer_cut_short_or_running_on_is_corrupt() -> None:
     short = compare(answer(REFERENCE[:2]), answer(REFERENCE), 1.0)
     assert short.kind is DivergenceKind.CORRUPT and short.token_offset == 2
