@@ -1,14 +1,18 @@
-"""The positive control at scale: an engine behind `repro proxy`, rule off and splice.
+"""The positive control at scale: an engine behind `repro proxy`, rule off and each rule.
 
     python bench/proxy_control.py [--engine sim|vllm] [--sessions 100] [--concurrency N]
-        [--context-max 40000] [--rate 0.05]
+        [--context-max 40000] [--rate 0.05] [--rules splice,duplicate,finish,flip]
 
 Runs `repro run` twice behind the proxy: once with the rule off, once splicing at the chosen
 rate from 2 streams in flight. `sim`: repro/profiles/examples/sim-behind-proxy.toml (single
 server, fp8: a clean engine; `--target calls`, judged by the validity oracle). `vllm`: the
 vLLM profile's `proxied` topology (the tiny model; `--target any`, judged by the divergence
 oracle, every turn replayed alone after the load, through the proxy with one stream in
-flight, where the rule cannot fire). For each it prints the turns judged, the injections the
+flight, where the rule cannot fire). `--rules` adds issue 43's rules on the embedded
+engine, each run as tests/e2e/test_consistency.py runs it: `duplicate` and `finish` with the
+engine's own tool parser (the calls arrive parsed, in fragments), `flip` on any answer text
+with every turn sent twice (`--oracle stream --stream-sample all`: only the twin tells it).
+For each it prints the turns judged, the injections the
 proxy logged, how many of them the run caught, the corrupted turns no injection explains,
 and the measured corruption rate with its 95% Wilson interval against the injected rate
 (injections / turns judged) and the rule's nominal rate (a victim whose answer has no
@@ -37,8 +41,21 @@ ENGINES = {
 }
 
 
-def one_run(out: Path, engine: list[str], knobs: list[str], nominal: float) -> str:
-    argv = [sys.executable, "-m", "repro", "run", *engine, "--out", str(out),
+PARSED = ["--server-args", "--tool-call-parser deepseekv32"]
+# What each rule needs to be seen at all (the embedded engine only; splice runs on both).
+RULE_ARGS = {
+    "splice": [],
+    "duplicate": PARSED,
+    "finish": PARSED,
+    "flip": ["--knob", "proxy_target=any", "--oracle", "stream", "--stream-sample", "all",
+             "--history", "scripted"],
+}  # fmt: skip
+
+
+def one_run(
+    out: Path, engine: list[str], knobs: list[str], nominal: float, extra: list[str] = ()
+) -> str:
+    argv = [sys.executable, "-m", "repro", "run", *engine, *extra, "--out", str(out),
             *(a for k in knobs for a in ("--knob", k))]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -76,7 +93,15 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--context-max", type=int, default=None, help="default: 40000 on sim")
     parser.add_argument("--rate", default="0.05", choices=["0.01", "0.05", "0.2", "1"])
+    parser.add_argument(
+        "--rules", default="splice", help="comma-separated, from: " + ", ".join(RULE_ARGS)
+    )
     args = parser.parse_args()
+    rules = args.rules.split(",")
+    if unknown := [r for r in rules if r not in RULE_ARGS]:
+        parser.error(f"no rule {unknown[0]!r}; the rules are {', '.join(RULE_ARGS)}")
+    if args.engine != "sim" and rules != ["splice"]:
+        parser.error("the rules beyond splice run on the embedded engine only (--engine sim)")
     if args.context_max is None and args.engine == "sim":
         args.context_max = 40_000
     engine = [*ENGINES[args.engine], "--sessions", str(args.sessions)]
@@ -90,8 +115,10 @@ def main() -> None:
           "interval holds it | interval holds the rule's rate | wall | proxy CPU |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print(one_run(root / "off", engine, [], 0.0), flush=True)
-    splice = ["proxy_rule=splice", f"proxy_rate={args.rate}", "proxy_min_streams=2"]
-    print(one_run(root / "splice", engine, splice, float(args.rate)), flush=True)
+    for rule in rules:
+        knobs = [f"proxy_rule={rule}", f"proxy_rate={args.rate}", "proxy_min_streams=2"]
+        row = one_run(root / rule, engine, knobs, float(args.rate), RULE_ARGS[rule])
+        print(row, flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 
