@@ -14,7 +14,7 @@ import pytest
 
 from repro.proxy import match_run, read_injection_log
 from repro.results.reading import read_turn_table
-from repro.shapes import AXES, FULL_MIX
+from repro.shapes import FULL_MIX
 from repro.spec import PROFILES_DIR
 from tests.e2e.conftest import FAST, engine_processes, repro, summary
 from tests.e2e.runs import start_run, wait_for_turns
@@ -43,7 +43,7 @@ def test_every_shape_on_a_healthy_engine_breaks_nothing_and_the_report_splits_by
     assert set(s["by_shape"]) == {f"{a}={v}" for a in mixed for v, _ in FULL_MIX[a]}
     assert sum(s["by_shape"][f"stream={v}"]["n"] for v in ("on", "off")) == s["turns"]
     table = read_turn_table(out / "turns.parquet", ["shape", "twin"]).to_pylist()
-    assert all(len(r["shape"].split()) == len(AXES) - 1 and r["twin"] == "agree" for r in table)
+    assert all(len(r["shape"].split()) == len(mixed) and r["twin"] == "agree" for r in table)
     report = repro("report", str(out), "--json", "--html", str(tmp_path / "page.html"))
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["by_shape"] == s["by_shape"]

@@ -42,13 +42,26 @@ def check_answer(
     defects += _choices_present(answer, asked)
     defects += _usage(answer, asked)
     toolset: ToolSet | None = None
+    strict = strict_tools(tools)
     for choice in answer.choices:
         if choice.finish_reason is not None and choice.finish_reason not in ENDINGS:
             continue  # abort, content_filter, ...: an ending these checks make no claim on
         if asked.forces_call and choice.finish_reason not in (None, "length"):
             toolset = toolset or toolset_for(tools)
-        defects += _choice(choice, asked, toolset)
+        defects += _choice(choice, asked, toolset, strict)
     return defects
+
+
+def strict_tools(tools: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The tools declared `strict: true`: only their arguments does a grammar pin to the
+    schema (OpenAI's Structured Outputs; vLLM 0.32's `--tool-strict-level auto` constrains a
+    non-strict tool's call envelope, not its arguments, `tool_parsers/structural_tag_registry`)."""
+    names = set()
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("strict") is True:
+            names.add(str(function.get("name")))
+    return frozenset(names)
 
 
 def _choices_present(answer: ServedAnswer, asked: Asked) -> list[Defect]:
@@ -137,7 +150,9 @@ def _length_claims(
     return []
 
 
-def _choice(choice: ServedChoice, asked: Asked, toolset: ToolSet | None) -> list[Defect]:
+def _choice(
+    choice: ServedChoice, asked: Asked, toolset: ToolSet | None, strict: frozenset[str]
+) -> list[Defect]:
     where = f"choices[{choice.index}]"
     found: list[Defect] = []
     if THINK_CLOSE in choice.reasoning:
@@ -185,14 +200,18 @@ def _choice(choice: ServedChoice, asked: Asked, toolset: ToolSet | None) -> list
     if choice.finish_reason == "tool_calls":
         found += _claimed_calls(choice)
     if asked.forces_call:
-        found += _forced_call(choice, asked, toolset)
+        found += _forced_call(choice, asked, toolset, strict)
     elif asked.response_format != "text" and not calls:
         found += _forced_json(choice, asked)
     return found
 
 
 def _claimed_calls(choice: ServedChoice) -> list[Defect]:
-    """finish_reason `tool_calls` promises whole calls: at least one, each a JSON object."""
+    """finish_reason `tool_calls` promises whole calls: at least one, each's arguments JSON.
+
+    Whole, not right: a JSON value other than an object (`true`, `null`, a number) is what
+    the model wrote and the parser passed on faithfully; the schema is the validity oracle's
+    to judge (and, for a strict tool under a forced tool choice, the grammar's)."""
     if not choice.calls:
         return [
             Defect(
@@ -203,7 +222,7 @@ def _claimed_calls(choice: ServedChoice) -> list[Defect]:
             )
         ]
     for i, call in enumerate(choice.calls):
-        problem = _not_an_object(call.arguments)
+        problem = _not_json(call.arguments)
         if problem:
             return [
                 Defect(
@@ -217,13 +236,13 @@ def _claimed_calls(choice: ServedChoice) -> list[Defect]:
     return []
 
 
-def _not_an_object(text: str) -> str:
-    """Why `text` is not one JSON object ("" when it is)."""
+def _not_json(text: str) -> str:
+    """Why `text` is not one JSON value ("" when it is)."""
     try:
-        value = read_json(text)
+        read_json(text)
     except (ValueError, RecursionError) as exc:
         return f"are not JSON ({exc})" if text.strip() else "are empty"
-    return "" if isinstance(value, dict) else f"are JSON {type(value).__name__}, not an object"
+    return ""
 
 
 def _cut_short(choice: ServedChoice, asked: Asked) -> bool:
@@ -237,8 +256,11 @@ def _violated(choice: ServedChoice, message: str, field: str) -> list[Defect]:
     return [Defect(Broken.GRAMMAR_VIOLATED, 0, message, field)]
 
 
-def _forced_call(choice: ServedChoice, asked: Asked, toolset: ToolSet | None) -> list[Defect]:
-    """tool_choice required or named: the grammar writes whole calls to declared tools."""
+def _forced_call(
+    choice: ServedChoice, asked: Asked, toolset: ToolSet | None, strict: frozenset[str]
+) -> list[Defect]:
+    """tool_choice required or named: the grammar writes whole calls to declared tools, with
+    arguments that meet the tool's schema where the tool is strict."""
     if choice.finish_reason in (None, "length"):
         return []
     calls = choice.calls
@@ -261,6 +283,8 @@ def _forced_call(choice: ServedChoice, asked: Asked, toolset: ToolSet | None) ->
             if _cut_short(choice, asked) and i == len(calls) - 1:
                 return []
             return _violated(choice, f"{call.name}: arguments are not JSON ({exc})", field)
+        if call.name not in strict:
+            continue  # the envelope is forced, the arguments are the model's
         if not isinstance(arguments, dict):
             return _violated(choice, f"{call.name}: arguments are not a JSON object", field)
         if toolset is None:

@@ -11,12 +11,20 @@ the same tokens written as different text are the output path's fault, and count
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from repro.checkers.consistency.answer import ServedAnswer, ServedChoice
 from repro.checkers.consistency.rules import Broken
-from repro.checkers.divergence import Answer, Divergence, DivergenceKind, compare, scored_tokens
+from repro.checkers.divergence import (
+    Answer,
+    Divergence,
+    DivergenceKind,
+    ScoredToken,
+    compare,
+    scored_tokens,
+)
 from repro.checkers.json_codec import read_json
 from repro.checkers.verdict import Defect
 
@@ -112,7 +120,20 @@ def _choice(mine: ServedChoice, theirs: ServedChoice, margin_nats: float) -> Twi
         theirs.content,
         calls_b,
     )
-    if same_text:  # the tokens are not compared then: SGLang may send fewer logprob entries
+    if same_text:
+        # The same text may come from other tokens (two numbers that parse alike: 926e-93...
+        # and 0.0): where both sides' tokens part, that is a near tie or not, by logprobs.
+        # A list that only runs shorter is no difference: SGLang sends fewer logprob entries.
+        a_tokens, b_tokens = scored_tokens(mine.logprobs), scored_tokens(theirs.logprobs)
+        if _tokens_part(a_tokens, b_tokens):
+            a = Answer(mine.reasoning, mine.content, calls_a, a_tokens)
+            found = compare(
+                a, Answer(theirs.reasoning, theirs.content, calls_b, b_tokens), margin_nats
+            )
+            kind = (
+                TwinKind.NUMERICAL if found.kind is DivergenceKind.NUMERICAL else TwinKind.DISAGREE
+            )
+            return TwinVerdict(kind, f"{where}.tokens", found.describe())
         if mine.finish_reason != theirs.finish_reason:
             return TwinVerdict(
                 TwinKind.DISAGREE,
@@ -127,6 +148,11 @@ def _choice(mine: ServedChoice, theirs: ServedChoice, margin_nats: float) -> Twi
     if found.kind is DivergenceKind.NUMERICAL:
         return TwinVerdict(TwinKind.NUMERICAL, f"{where}.{found.field}", found.describe())
     return TwinVerdict(TwinKind.DISAGREE, f"{where}.{found.field}", _where_they_part(a, b, found))
+
+
+def _tokens_part(a: Sequence[ScoredToken], b: Sequence[ScoredToken]) -> bool:
+    """Whether two token lists hold another token at some position both reach."""
+    return any(x.token != y.token for x, y in zip(a, b, strict=False))
 
 
 def _where_they_part(streamed: Answer, whole: Answer, found: Divergence) -> str:

@@ -96,14 +96,13 @@ BROKEN = [
     (answer(choice(content="x", finish_reason="length"), completion=20), ASKED, Broken.FINISH_REASON_LIE),
     (answer(choice(calls=(ServedCall("c1", "read_file", '{"path": "a"}{"path": "a"}'),),
                    finish_reason="tool_calls")), ASKED, Broken.TOOL_CALLS_UNPARSABLE),
-    (answer(choice(calls=(ServedCall("c1", "read_file", "[1]"),), finish_reason="tool_calls")),
+    # vLLM 0.32's hermes parser re-serialises a number past float range (1e999) as Infinity.
+    (answer(choice(calls=(ServedCall("c1", "read_file", '{"n": Infinity}'),), finish_reason="tool_calls")),
      ASKED, Broken.TOOL_CALLS_UNPARSABLE),
     (answer(choice(content="no call")), dataclasses.replace(ASKED, tool_choice="required"),
      Broken.GRAMMAR_VIOLATED),
     (answer(choice(calls=(READ,))), dataclasses.replace(ASKED, tool_choice="named", named_tool="run_tests"),
      Broken.GRAMMAR_VIOLATED),
-    (answer(choice(calls=(ServedCall("c1", "read_file", '{"path": 5}'),), finish_reason="tool_calls")),
-     dataclasses.replace(ASKED, tool_choice="required"), Broken.GRAMMAR_VIOLATED),
     (answer(choice(calls=(ServedCall("c1", "delete_all", "{}"),), finish_reason="tool_calls")),
      dataclasses.replace(ASKED, tool_choice="required"), Broken.GRAMMAR_VIOLATED),
     (answer(choice(content="sure: {}")), dataclasses.replace(ASKED, response_format="json_object"),
@@ -135,6 +134,24 @@ BROKEN = [
 @pytest.mark.parametrize(("served", "asked", "kind"), BROKEN)
 def test_each_broken_promise_is_its_kind(served: ServedAnswer, asked: Asked, kind: Broken) -> None:
     assert kind in kinds(check_answer(served, asked, TOOLS))
+
+
+@pytest.mark.parametrize("arguments", ['{"path": 5}', "true", "null", "[1]"])
+def test_a_forced_calls_arguments_are_the_grammars_only_for_a_strict_tool(arguments: str) -> None:
+    """vLLM 0.32 (`--tool-strict-level auto`) forces a non-strict tool's call envelope under
+    required or a named function, not its arguments: the tiny model wrote `"arguments": true`
+    in 40 of 602 turns (2026-12-05). What the model chose is no broken promise; for a tool
+    declared `strict: true` the grammar pins the schema, and a violation is."""
+    served = answer(
+        choice(calls=(ServedCall("c1", "read_file", arguments),), finish_reason="tool_calls")
+    )
+    for forced in (
+        dataclasses.replace(ASKED, tool_choice="required"),
+        dataclasses.replace(ASKED, tool_choice="named", named_tool="read_file"),
+    ):
+        assert check_answer(served, forced, TOOLS) == []
+        strict = [dict(t, function=dict(t["function"], strict=True)) for t in TOOLS]
+        assert Broken.GRAMMAR_VIOLATED in kinds(check_answer(served, forced, strict))
 
 
 def test_an_anomaly_that_breaks_no_promise_is_left_alone() -> None:
@@ -196,3 +213,25 @@ def test_twins_that_part_at_a_near_tie_are_numerical_and_not_counted() -> None:
         1.0,
     )
     assert verdict.kind is TwinKind.NUMERICAL and not verdict.counts
+
+
+def test_twins_whose_calls_parse_alike_from_other_tokens_are_judged_by_the_tokens() -> None:
+    """vLLM CPU, 2026-12-05: `926e-933262626262323262930` streamed and `0.0` unstreamed, both
+    the number 0.0, from 53 and 59 tokens. The usage is not the difference: the tokens are,
+    and at a near tie they are numerical."""
+
+    def scored(token: str, other: str) -> dict:
+        return {"token": token, "logprob": -1.0,
+                "top_logprobs": [{"token": token, "logprob": -1.0}, {"token": other, "logprob": -1.2}]}  # fmt: skip
+
+    def zero(arguments: str, first: str, other: str) -> ServedChoice:
+        call = ServedCall("c1", "read_file", arguments)
+        return choice(calls=(call,), finish_reason="tool_calls", logprobs=(scored(first, other),))
+
+    streamed = answer(zero("926e-933262626262323262930", "926", "0"), completion=53)
+    whole = answer(zero("0.0", "0", "926"), completion=59, streamed=False)
+    verdict = compare_twins(streamed, whole, 1.0)
+    assert verdict.kind is TwinKind.NUMERICAL and not verdict.counts
+    far = answer(zero("0.0", "0", "926"), completion=59, streamed=False)
+    far.choices[0].logprobs[0]["top_logprobs"][1]["logprob"] = -9.0
+    assert compare_twins(streamed, far, 1.0).kind is TwinKind.DISAGREE
