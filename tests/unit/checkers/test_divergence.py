@@ -132,3 +132,18 @@ def test_text_changed_before_a_later_near_tie_is_still_corrupt() -> None:
     reshaped = Answer(reasoning="(I read) it", tokens=reference.tokens)
     unspliced = Answer(reasoning="(I read) this", tokens=scored_tokens(flipped))
     assert compare(unspliced, reshaped, 1.0).kind is DivergenceKind.NUMERICAL
+
+
+def test_calls_parsed_on_one_side_only_are_judged_at_the_first_token_that_differs() -> None:
+    """vLLM's whole-answer hermes parser returns every call as content when the last one is
+    cut by max_tokens: the same first tokens, one side calls, the other raw text. The texts
+    part at character 0, yet the answers part only where a token does (here a near tie)."""
+    shared = [item("<tool_call>", ("<tool_call>", -0.01), ("x", -6.0))]
+    tie = item(" a", (" a", -0.5), (" b", -0.6))
+    reference = Answer(content="<tool_call> a", tokens=scored_tokens([*shared, tie]))
+    flipped = item(" b", (" b", -0.55), (" a", -0.6))
+    loaded = Answer(
+        tool_calls='[{"name": "f", "arguments": "{}"}]', tokens=scored_tokens([*shared, flipped])
+    )
+    verdict = compare(loaded, reference, 1.0)
+    assert verdict.kind is DivergenceKind.NUMERICAL and verdict.token_offset == 1
