@@ -10,7 +10,10 @@ tool_choice), three rounds each, and prints each answer's first tokens with thei
 beside the alone answer's, and where they part by how many nats.
 
     flock /tmp/repro-bench.lock python bench/vllm_batch_probe.py [--tool-choice required]
-        [--others 16] [--max-tokens 16] [--set KEY=VALUE ...]
+        [--others 16] [--max-tokens 16] [--lines 0] [--set KEY=VALUE ...]
+
+`--lines 2000` puts about 30k tokens before the question: prefilled in chunks whose
+boundaries depend on what else is in flight.
 """
 
 from __future__ import annotations
@@ -103,7 +106,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     choice: Any = args.tool_choice
     if choice == "named":
         choice = {"type": "function", "function": {"name": "read_file"}}
-    probe = body("Read src/app.py and tell me what it does.", choice, args.max_tokens)
+    # A long prompt is prefilled in chunks, whose boundaries depend on what else is running.
+    filler = " ".join(f"line {i}: value_{i % 97} = compute(x{i % 13})" for i in range(args.lines))
+    probe = body(f"{filler}\nRead src/app.py and tell me what it does.", choice, args.max_tokens)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
     plain = [
         body(f"Summarise {' '.join(words[i % 10 :] + words[: i % 10]) * (1 + i % 4)}", "auto", 48)
@@ -134,6 +139,7 @@ def main() -> None:
     parser.add_argument("--tool-choice", default="required", choices=["auto", "required", "named"])
     parser.add_argument("--others", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--lines", type=int, default=0, help="filler lines before the question")
     parser.add_argument("--set", action="append", default=[], help="profile setting KEY=VALUE")
     parser.add_argument("--out", default=tempfile.mkdtemp(prefix="vllm-batch-"))
     args = parser.parse_args()
