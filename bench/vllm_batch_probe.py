@@ -32,6 +32,7 @@ from vllm_stream_twins import TOOL, ask
 
 from repro.harness import resolve
 from repro.harness.launch.endpoint import engine
+from repro.harness.load.request_body import as_streamed
 from repro.harness.load.stream_progress import StreamProgress
 from repro.spec import RunSpec
 
@@ -125,7 +126,12 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         for run in range(2):
             again = tokens(await ask(url, probe))
             rows.append({"with": "nothing", "round": run, "parted": parted(alone, again)})
-        for name, others in (("plain requests", plain), ("forced and none", forced)):
+        # The stream oracle's twin: the same request, streamed, sent at the same moment.
+        same = [as_streamed(probe)] * min(args.others, 1) + [probe] * max(0, args.copies - 1)
+        groups = [("plain requests", plain), ("forced and none", forced)]
+        if args.copies:
+            groups.append(("copies of itself (one streamed)", same))
+        for name, others in groups:
             for run in range(3):
                 got = tokens(await batched(url, probe, others))
                 rows.append({"with": f"{len(others)} {name}", "round": run,
@@ -140,6 +146,7 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--lines", type=int, default=0, help="filler lines before the question")
+    parser.add_argument("--copies", type=int, default=0, help="also beside N copies of itself")
     parser.add_argument("--set", action="append", default=[], help="profile setting KEY=VALUE")
     parser.add_argument("--out", default=tempfile.mkdtemp(prefix="vllm-batch-"))
     args = parser.parse_args()

@@ -158,3 +158,13 @@ def test_vllm_deepseek_streaming_cuts_arguments_at_a_multi_token_delta(vllm) -> 
     assert vllm_parse(vllm, "deepseek_v31", text, delta_tokens=8)[1] == [
         ["search", '{"query": "ab cd", "top']
     ]
+
+
+def test_vllm_hermes_writes_a_number_past_float_range_as_infinity_when_whole(vllm) -> None:
+    """Found by a full request mix on vLLM 0.32 CPU (bench/HISTORY.md, 2026-12-05): the model
+    wrote `5E292437` as the arguments; unstreamed they came back `Infinity`, not JSON (json.loads
+    makes it inf, json.dumps writes it so), streamed as written."""
+    text = '<tool_call>\n{"name": "search", "arguments": {"query": "a", "topn": 5E292437}}\n</tool_call>'
+    whole, streamed = vllm_parse(vllm, "hermes", text)
+    assert whole == [["search", '{"query": "a", "topn": Infinity}']]  # not JSON
+    assert streamed[0][0] == "search" and "Infinity" not in streamed[0][1]
