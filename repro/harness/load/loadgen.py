@@ -9,11 +9,12 @@ token for `stall_after_s` while requests are open, counting only time repro was 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -229,14 +230,21 @@ class LoadGenerator:
         # pool would (every peer load generator reuses its connections). A connection per
         # one-turn session cost the kernel a third more per streamed token (bench/RESULTS.md,
         # "a connection per session"); why, is not known.
-        client = self._idle_clients.pop() if self._idle_clients else self.new_client()
+        async with self._pooled(self._idle_clients) as client:
+            await self._turns(session_id, client, due_s)
+
+    @contextlib.asynccontextmanager
+    async def _pooled(self, idle: list[ChatClient]) -> AsyncIterator[ChatClient]:
+        """A client from `idle` (or a new one), back to `idle` when the block ends well;
+        closed, shielded from cancellation, when it does not (its stream state is unknown)."""
+        client = idle.pop() if idle else self.new_client()
         ended = False
         try:
-            await self._turns(session_id, client, due_s)
+            yield client
             ended = True
         finally:
             if ended:
-                self._idle_clients.append(client)
+                idle.append(client)
             else:
                 with anyio.CancelScope(shield=True):
                     await client.aclose()
@@ -391,19 +399,9 @@ class LoadGenerator:
     ) -> None:
         """The turn and its twin (the same request the other way), sent at the same time."""
         twin_body = orjson.dumps(twin_of(orjson.loads(body)))
-        other = self._idle_twins.pop() if self._idle_twins else self.new_client()
-        kept = False
-        try:
-            async with anyio.create_task_group() as both:
-                both.start_soon(self._send_twin, other, twin_body, twin, not shape.streamed)
-                await self._send(client, session_id, turn, body, progress, None, shape)
-            kept = True
-        finally:
-            if kept:
-                self._idle_twins.append(other)
-            else:
-                with anyio.CancelScope(shield=True):
-                    await other.aclose()
+        async with self._pooled(self._idle_twins) as other, anyio.create_task_group() as both:
+            both.start_soon(self._send_twin, other, twin_body, twin, not shape.streamed)
+            await self._send(client, session_id, turn, body, progress, None, shape)
 
     async def _send_twin(
         self, client: ChatClient, body: bytes, progress: StreamProgress, streamed: bool
