@@ -19,7 +19,7 @@ from repro.checkers.families.calls import key_finder
 from repro.checkers.families.findings import UNICODE_ESCAPE, Findings, types_of
 from repro.checkers.families.json_payload import STRICT_JSON
 from repro.checkers.families.leaks import LeakScan, MarkerTails, Where
-from repro.checkers.families.lexer import AnyOf
+from repro.checkers.families.lexer import AnyOf, marker_test
 from repro.checkers.families.typed_values import STRING_ONLY
 from repro.checkers.kinds import Kind
 from repro.checkers.repetition import LOOP_MIN_CHARS
@@ -69,6 +69,31 @@ class Shape:
     think_open: str = ""
     think_close: str = ""
     end_tokens: Sequence[str] = ()
+
+
+def reader_shape(reader: type, leaks: LeakScan, **calls: Any) -> Shape:
+    """A Shape whose markers, reasoning markers and end-of-turn tokens are `reader`'s own
+    (a Reader subclass), and whose calls are as `calls` says (Shape's other fields)."""
+    return Shape(
+        markers=marker_test(reader.markers),
+        tails=reader.tails,
+        leaks=leaks,
+        think_open=reader.think_open,
+        think_close=reader.think_close,
+        end_tokens=reader.end_tokens,
+        **calls,
+    )
+
+
+def xml_draft(params: re.Pattern[str]) -> Callable[[re.Match[str]], XmlCall | None]:
+    """A draft for calls matched with the name in group 1 and the parameters (each matched
+    by `params`) in group 2."""
+
+    def draft(m: re.Match[str]) -> XmlCall | None:
+        found = xml_params(params, m, 2)
+        return None if found is None else XmlCall(m[1], m.start(), found)
+
+    return draft
 
 
 def read_canonical(shape: Shape, text: str, out: Findings, reasoning_apart: bool) -> bool:

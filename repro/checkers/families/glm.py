@@ -20,12 +20,17 @@ from repro.checkers.families.calls import (
     TOOL_NAME_TEXT,
     CallDraft,
 )
-from repro.checkers.families.canonical import Shape, XmlCall, free_text, read_canonical, xml_params
+from repro.checkers.families.canonical import (
+    Shape,
+    free_text,
+    read_canonical,
+    reader_shape,
+    xml_draft,
+)
 from repro.checkers.families.family import Family
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.leaks import Glued, LeakScan
-from repro.checkers.families.lexer import marker_test
-from repro.checkers.families.reader import Reader, ReasoningRule
+from repro.checkers.families.reader import BlockReader, ReasoningRule
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import snippet
 from repro.toolformats.glm import (
@@ -58,7 +63,8 @@ class _S(IntEnum):
 _OUTSIDE = frozenset({_S.PROSE, _S.BETWEEN})
 
 
-class GlmReader(Reader):
+class GlmReader(BlockReader):
+    prose_state, after_state = _S.PROSE, _S.BETWEEN
     rule = ReasoningRule.FORBIDDEN
     end_tokens = END_OF_TURN
     markers = MARKERS
@@ -66,19 +72,8 @@ class GlmReader(Reader):
 
     def __init__(self, out: Findings, reasoning_apart: bool) -> None:
         super().__init__(out, reasoning_apart)
-        self.state = _S.PROSE
-        self.call: CallDraft | None = None
         self.key = "?"
         self.key_at = 0
-
-    def in_call(self) -> bool:
-        return self.state not in _OUTSIDE
-
-    def outside_text(self, seg: str, seg_at: int) -> None:
-        if self.state is _S.PROSE:
-            self.prose(seg, seg_at)
-        else:
-            self._between(seg, seg_at, None)
 
     def on_marker(self, seg: str, seg_at: int, marker: str, at: int) -> bool:
         state = self.state
@@ -92,7 +87,7 @@ class GlmReader(Reader):
             if state is _S.PROSE:
                 self.prose(seg, seg_at)
             else:
-                self._between(seg, seg_at, self.newline if self.newline else "")
+                self.after_block(seg, seg_at, self.newline if self.newline else "")
             self.call_opens(at)
             self.call = CallDraft(at)
             self.state = _S.HEAD
@@ -106,7 +101,7 @@ class GlmReader(Reader):
         elif marker == KEY_CLOSE and state is _S.HEAD:
             self._missing_key_open(seg, seg_at, at)
         elif marker == VALUE_OPEN and state is _S.KEY_DONE:
-            self._exactly(seg, seg_at, self.newline, "between a key and its value")
+            self.exactly(seg, seg_at, self.newline, "between a key and its value")
             self.state = _S.VALUE
         elif marker == TOOL_CALL_CLOSE and state in (_S.HEAD, _S.PAIR_DONE):
             self._head_or_pair(seg, seg_at)
@@ -122,7 +117,7 @@ class GlmReader(Reader):
         if self.state is _S.PROSE:
             self.prose(seg, seg_at)
         elif self.state is _S.BETWEEN:
-            self._between(seg, seg_at, None)
+            self.after_block(seg, seg_at, None)
         elif self.call is not None:
             inside = self.call.label()
             if self.state in (_S.KEY, _S.KEY_DONE, _S.VALUE):
@@ -133,7 +128,7 @@ class GlmReader(Reader):
 
     def _head_or_pair(self, seg: str, seg_at: int) -> None:
         if self.state is _S.PAIR_DONE:
-            self._exactly(seg, seg_at, self.newline, "after a value")
+            self.exactly(seg, seg_at, self.newline, "after a value")
             return
         call = self.call
         assert call is not None
@@ -174,25 +169,6 @@ class GlmReader(Reader):
         if not ok:
             call.broken = True
         call.add_arg(self.out, self.key, value, self.key_at)
-
-    def _exactly(self, seg: str, seg_at: int, expected: str, where: str) -> None:
-        if seg != expected:
-            if self.call is not None:
-                self.call.broken = True
-            self.out.add(
-                Kind.BAD_FRAMING, seg_at, f"expected {expected!r} {where}, found {snippet(seg)!r}"
-            )
-
-    def _between(self, seg: str, seg_at: int, expected: str | None) -> None:
-        if seg == (expected or ""):
-            return
-        if seg.strip():
-            kind = Kind.TEXT_AFTER_BLOCK if expected is None else Kind.BAD_FRAMING
-            self.out.add(kind, seg_at, f"text after a tool call: `{snippet(seg)}`")
-            self.prose(seg, seg_at)
-        else:
-            want = "nothing" if expected is None else repr(expected)
-            self.out.add(Kind.BAD_FRAMING, seg_at, f"expected {want} between calls, found {seg!r}")
 
     def _stray(self, marker: str, at: int) -> None:
         self.out.add(Kind.STRAY_MARKER, at, f"`{marker}` where the grammar does not allow it")
@@ -237,22 +213,14 @@ def _shape(reader: type[GlmReader]) -> Shape:
         "<tool_call>(" + TOOL_NAME_TEXT + ")" + nl + "((?:" + any_pair + ")*)</tool_call>"
     )
 
-    def draft(m: re.Match[str]) -> XmlCall | None:
-        found = xml_params(params, m, 2)
-        return None if found is None else XmlCall(m[1], m.start(), found)
-
-    return Shape(
-        markers=marker_test(MARKERS),
-        tails=reader.tails,
-        leaks=_LEAKS,
+    return reader_shape(
+        reader,
+        _LEAKS,
         first=TOOL_CALL_OPEN,
         call=call,
-        draft=draft,
+        draft=xml_draft(params),
         each=TOOL_CALL_OPEN,
         joint=nl,
-        think_open=THINK_OPEN,
-        think_close=THINK_CLOSE,
-        end_tokens=END_OF_TURN,
     )
 
 

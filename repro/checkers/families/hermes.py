@@ -16,19 +16,17 @@ from functools import partial
 from repro.checkers.families.calls import TOOL_NAME, CallDraft, key_finder
 from repro.checkers.families.canonical import (
     JsonCall,
-    Shape,
     free_text,
     json_object,
     read_canonical,
+    reader_shape,
 )
 from repro.checkers.families.family import Family
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.json_payload import PayloadCache
 from repro.checkers.families.leaks import LeakScan
-from repro.checkers.families.lexer import marker_test
-from repro.checkers.families.reader import Reader, ReasoningRule
+from repro.checkers.families.reader import BlockReader, ReasoningRule
 from repro.checkers.kinds import Kind
-from repro.checkers.markup_scan import snippet
 from repro.toolformats.hermes import (
     END_OF_TURN,
     THINK_CLOSE,
@@ -50,28 +48,20 @@ class _S(IntEnum):
     BETWEEN = auto()  # after </tool_call>: a newline and the next block, or the end
 
 
-class HermesReader(Reader):
+class HermesReader(BlockReader):
+    prose_state, after_state = _S.PROSE, _S.BETWEEN
+    after_what = "after a call"
     rule = ReasoningRule.FORBIDDEN
     end_tokens = END_OF_TURN
     markers = MARKERS
 
     def __init__(self, out: Findings, reasoning_apart: bool) -> None:
         super().__init__(out, reasoning_apart)
-        self.state = _S.PROSE
         self.call_at = -1
         self.payloads = PayloadCache()
 
-    def in_call(self) -> bool:
-        return self.state is _S.CALL
-
     def keeps_as_text(self, seg: str) -> bool:
         return self.state is _S.CALL and self.payloads.read(seg).open_string
-
-    def outside_text(self, seg: str, seg_at: int) -> None:
-        if self.state is _S.PROSE:
-            self.prose(seg, seg_at)
-        else:
-            self._between(seg, seg_at, None)
 
     def on_marker(self, seg: str, seg_at: int, marker: str, at: int) -> bool:
         state = self.state
@@ -79,7 +69,7 @@ class HermesReader(Reader):
             if state is _S.PROSE:
                 self.prose(seg, seg_at)
             elif state is _S.BETWEEN:
-                self._between(seg, seg_at, "\n")
+                self.after_block(seg, seg_at, "\n")
             else:
                 self.out.add(
                     Kind.UNCLOSED_ELEMENT, at, f"a block is closed by the next `{TOOL_CALL_OPEN}`"
@@ -101,20 +91,9 @@ class HermesReader(Reader):
         if self.state is _S.PROSE:
             self.prose(seg, seg_at)
         elif self.state is _S.BETWEEN:
-            self._between(seg, seg_at, None)
+            self.after_block(seg, seg_at, None)
         else:
             self.out.truncated(self.call_at, "a tool call")
-
-    def _between(self, seg: str, seg_at: int, expected: str | None) -> None:
-        if seg == (expected or ""):
-            return
-        if seg.strip():
-            kind = Kind.TEXT_AFTER_BLOCK if expected is None else Kind.BAD_FRAMING
-            self.out.add(kind, seg_at, f"text after a tool call: `{snippet(seg)}`")
-            self.prose(seg, seg_at)
-        else:
-            want = "nothing" if expected is None else repr(expected)
-            self.out.add(Kind.BAD_FRAMING, seg_at, f"expected {want} after a call, found {seg!r}")
 
     def _read_object(self, seg: str, seg_at: int) -> None:
         call = CallDraft(self.call_at)
@@ -175,18 +154,14 @@ def _draft(m: re.Match[str]) -> JsonCall | None:
     )
 
 
-SHAPE = Shape(
-    markers=marker_test(MARKERS),
-    tails=HermesReader.tails,
-    leaks=LEAKS,
+SHAPE = reader_shape(
+    HermesReader,
+    LEAKS,
     first=TOOL_CALL_OPEN,
     call=_CALL,
     draft=_draft,
     each=TOOL_CALL_OPEN,
     joint="\n",
-    think_open=THINK_OPEN,
-    think_close=THINK_CLOSE,
-    end_tokens=END_OF_TURN,
 )
 
 HERMES = Family(

@@ -19,12 +19,16 @@ from repro.checkers.families.calls import (
     TOOL_NAME_TEXT,
     CallDraft,
 )
-from repro.checkers.families.canonical import Shape, XmlCall, free_text, read_canonical, xml_params
+from repro.checkers.families.canonical import (
+    free_text,
+    read_canonical,
+    reader_shape,
+    xml_draft,
+)
 from repro.checkers.families.family import Family
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.leaks import LeakScan
-from repro.checkers.families.lexer import marker_test
-from repro.checkers.families.reader import Reader, ReasoningRule
+from repro.checkers.families.reader import BlockReader, ReasoningRule
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import snippet
 from repro.toolformats.minimax_m2 import (
@@ -60,31 +64,18 @@ class _S(IntEnum):
     AFTER = auto()  # after the wrapper closes: nothing
 
 
-_OUTSIDE = frozenset({_S.PROSE, _S.AFTER})
-
-
-class MinimaxM2Reader(Reader):
+class MinimaxM2Reader(BlockReader):
+    prose_state, after_state = _S.PROSE, _S.AFTER
     rule = ReasoningRule.FORBIDDEN
     end_tokens = END_OF_TURN
     markers = MARKERS
 
     def __init__(self, out: Findings, reasoning_apart: bool) -> None:
         super().__init__(out, reasoning_apart)
-        self.state = _S.PROSE
-        self.call: CallDraft | None = None
         self.wrapper_at = -1
         self.wrapped = True
         self.invokes = 0
         self.param_at = 0
-
-    def in_call(self) -> bool:
-        return self.state not in _OUTSIDE
-
-    def outside_text(self, seg: str, seg_at: int) -> None:
-        if self.state is _S.PROSE:
-            self.prose(seg, seg_at)
-        else:
-            self._after(seg, seg_at)
 
     def on_marker(self, seg: str, seg_at: int, marker: str, at: int) -> bool:
         state = self.state
@@ -102,7 +93,7 @@ class MinimaxM2Reader(Reader):
                 self.wrapper_at, self.wrapped = at, False
                 self.out.add(Kind.MISSING_OPEN_TAG, at, f"`<invoke` with no `{WRAPPER_OPEN}`")
             else:
-                self._exactly(seg, seg_at, "\n", "before an invoke")
+                self.exactly(seg, seg_at, "\n", "before an invoke")
             self.call = CallDraft(at)
             self.invokes += 1
             self.state = _S.HEAD
@@ -114,7 +105,7 @@ class MinimaxM2Reader(Reader):
             else:
                 self._close_invoke()
         elif marker == WRAPPER_CLOSE and state is _S.WRAPPER:
-            self._exactly(seg, seg_at, "\n", f"before `{WRAPPER_CLOSE}`")
+            self.exactly(seg, seg_at, "\n", f"before `{WRAPPER_CLOSE}`")
             if self.invokes == 0:
                 self.out.add(Kind.EMPTY_BLOCK, self.wrapper_at, "the wrapper holds no invoke")
             self.state = _S.AFTER
@@ -127,7 +118,7 @@ class MinimaxM2Reader(Reader):
         if state is _S.PROSE:
             self.prose(seg, seg_at)
         elif state is _S.AFTER or (state is _S.WRAPPER and not self.wrapped):
-            self._after(seg, seg_at)
+            self.after_block(seg, seg_at)
         elif self.call is not None:
             self.out.truncated(self.call.at, self.call.label())
         else:
@@ -139,7 +130,7 @@ class MinimaxM2Reader(Reader):
         call = self.call
         assert call is not None
         if self.state is _S.ARGS:
-            self._exactly(seg, seg_at, "\n", "after a parameter")
+            self.exactly(seg, seg_at, "\n", "after a parameter")
             return
         end = seg.find('">')
         if end == -1:
@@ -147,7 +138,7 @@ class MinimaxM2Reader(Reader):
             self.out.add(Kind.MALFORMED_CALL, seg_at, f'`<invoke name="{snippet(seg)}` has no `">`')
             return
         call.set_name(self.out, seg[:end], seg_at)
-        self._exactly(seg[end + 2 :], seg_at + end + 2, "\n", "after the invoke's name")
+        self.exactly(seg[end + 2 :], seg_at + end + 2, "\n", "after the invoke's name")
         self.state = _S.ARGS
 
     def _in_value(self, seg: str, seg_at: int, marker: str, at: int) -> bool:
@@ -196,15 +187,8 @@ class MinimaxM2Reader(Reader):
         self.call = None
         self.state = _S.WRAPPER
 
-    def _exactly(self, seg: str, seg_at: int, expected: str, where: str) -> None:
-        if seg != expected:
-            if self.call is not None:
-                self.call.broken = True
-            self.out.add(
-                Kind.BAD_FRAMING, seg_at, f"expected {expected!r} {where}, found {snippet(seg)!r}"
-            )
-
-    def _after(self, seg: str, seg_at: int) -> None:
+    def after_block(self, seg: str, seg_at: int, expected: str | None = None) -> None:
+        """After the wrapper closes nothing may stand, whatever is `expected`."""
         if seg:
             kind = Kind.TEXT_AFTER_BLOCK if seg.strip() else Kind.BAD_FRAMING
             self.out.add(kind, seg_at, f"text after the tool calls: `{snippet(seg)}`")
@@ -233,24 +217,15 @@ _ANY_PARAM = '<parameter name="' + PARAMETER_NAME_TEXT + '">' + _VALUE + "</para
 _CALL = re.compile('<invoke name="(' + TOOL_NAME_TEXT + ')">\n((?:' + _ANY_PARAM + ")*)</invoke>\n")
 
 
-def _draft(m: re.Match[str]) -> XmlCall | None:
-    params = xml_params(_PARAM, m, 2)
-    return None if params is None else XmlCall(m[1], m.start(), params)
-
-
-SHAPE = Shape(
-    markers=marker_test(MARKERS),
-    tails=MinimaxM2Reader.tails,
-    leaks=LEAKS,
+SHAPE = reader_shape(
+    MinimaxM2Reader,
+    LEAKS,
     first=WRAPPER_OPEN,
     call=_CALL,
-    draft=_draft,
+    draft=xml_draft(_PARAM),
     each=INVOKE_OPEN,
     prefix=WRAPPER_OPEN + "\n",
     suffix=WRAPPER_CLOSE,
-    think_open=THINK_OPEN,
-    think_close=THINK_CLOSE,
-    end_tokens=END_OF_TURN,
 )
 
 MINIMAX_M2 = Family(

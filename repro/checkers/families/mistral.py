@@ -16,16 +16,15 @@ from functools import partial
 from repro.checkers.families.calls import TOOL_NAME_TEXT, CallDraft, read_json_arguments
 from repro.checkers.families.canonical import (
     JsonCall,
-    Shape,
     free_text,
     json_object,
     read_canonical,
+    reader_shape,
 )
 from repro.checkers.families.family import Family
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.json_payload import PayloadCache
 from repro.checkers.families.leaks import Glued, LeakScan
-from repro.checkers.families.lexer import marker_test
 from repro.checkers.families.reader import Reader, ReasoningRule
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import snippet
@@ -167,17 +166,13 @@ def _draft(m: re.Match[str]) -> JsonCall | None:
     return None if value is None else JsonCall(m[1], m.start(), m[2], m.start(2), value)
 
 
-SHAPE = Shape(
-    markers=marker_test(MARKERS),
-    tails=MistralReader.tails,
-    leaks=LEAKS,
+SHAPE = reader_shape(
+    MistralReader,
+    LEAKS,
     first=TOOL_CALLS,
     call=_CALL,
     draft=_draft,
     each=TOOL_CALLS,
-    think_open=THINK_OPEN,
-    think_close=THINK_CLOSE,
-    end_tokens=END_OF_TURN,
 )
 
 MISTRAL = Family(

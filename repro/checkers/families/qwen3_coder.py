@@ -19,12 +19,16 @@ from repro.checkers.families.calls import (
     TOOL_NAME_TEXT,
     CallDraft,
 )
-from repro.checkers.families.canonical import Shape, XmlCall, free_text, read_canonical, xml_params
+from repro.checkers.families.canonical import (
+    free_text,
+    read_canonical,
+    reader_shape,
+    xml_draft,
+)
 from repro.checkers.families.family import Family
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.leaks import LeakScan
-from repro.checkers.families.lexer import marker_test
-from repro.checkers.families.reader import Reader, ReasoningRule
+from repro.checkers.families.reader import BlockReader, ReasoningRule
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import snippet
 from repro.toolformats.qwen3_coder import (
@@ -67,27 +71,17 @@ class _S(IntEnum):
 _OUTSIDE = frozenset({_S.PROSE, _S.BETWEEN})
 
 
-class Qwen3CoderReader(Reader):
+class Qwen3CoderReader(BlockReader):
+    prose_state, after_state = _S.PROSE, _S.BETWEEN
     rule = ReasoningRule.IMPLICIT_END  # Qwen3.5 opens <tool_call> before </think>
     end_tokens = END_OF_TURN
     markers = MARKERS
 
     def __init__(self, out: Findings, reasoning_apart: bool) -> None:
         super().__init__(out, reasoning_apart)
-        self.state = _S.PROSE
-        self.call: CallDraft | None = None
         self.param_key = "?"
         self.param_at = 0
         self.param_ok = True
-
-    def in_call(self) -> bool:
-        return self.state not in _OUTSIDE
-
-    def outside_text(self, seg: str, seg_at: int) -> None:
-        if self.state is _S.PROSE:
-            self.prose(seg, seg_at)
-        else:
-            self._between(seg, seg_at, None)
 
     def on_marker(self, seg: str, seg_at: int, marker: str, at: int) -> bool:
         state = self.state
@@ -99,9 +93,7 @@ class Qwen3CoderReader(Reader):
             self.state = _S.OPEN
         elif marker == FUNCTION_OPEN:
             if state is _S.OPEN:
-                self._framing(
-                    seg, seg_at, "\n", f"between `{TOOL_CALL_OPEN}` and `{FUNCTION_OPEN}`"
-                )
+                self.exactly(seg, seg_at, "\n", f"between `{TOOL_CALL_OPEN}` and `{FUNCTION_OPEN}`")
             else:
                 self._before_block(seg, seg_at, at)
                 self._open_call(at, opened=False)
@@ -116,7 +108,7 @@ class Qwen3CoderReader(Reader):
             self._after_head_or_param(seg, seg_at)
             self._close_function()
         elif marker == TOOL_CALL_CLOSE and state is _S.FUNC_DONE:
-            self._framing(seg, seg_at, "\n", f"between `{FUNCTION_CLOSE}` and `{TOOL_CALL_CLOSE}`")
+            self.exactly(seg, seg_at, "\n", f"between `{FUNCTION_CLOSE}` and `{TOOL_CALL_CLOSE}`")
             if self.call is not None and not self.call.opened:
                 self.out.add(
                     Kind.STRAY_MARKER, at, f"`{TOOL_CALL_CLOSE}` closes no `{TOOL_CALL_OPEN}`"
@@ -134,7 +126,7 @@ class Qwen3CoderReader(Reader):
         elif state is _S.BETWEEN or (
             state is _S.FUNC_DONE and call is not None and not call.opened
         ):
-            self._between(seg, seg_at, None)
+            self.after_block(seg, seg_at, None)
         elif state is _S.PARAM and call is not None:
             self.out.truncated(self.param_at, f"parameter {self.param_key!r} of {call.label()}")
         elif call is not None:
@@ -148,7 +140,7 @@ class Qwen3CoderReader(Reader):
         if self.state is _S.PROSE:
             self.prose(seg, seg_at)
         elif self.state is _S.BETWEEN or (call is not None and not call.opened):
-            self._between(seg, seg_at, "\n")
+            self.after_block(seg, seg_at, "\n")
         elif self.state is _S.FUNC_DONE:  # a block opened where </tool_call> belongs
             self.out.add(
                 Kind.UNCLOSED_ELEMENT,
@@ -160,32 +152,12 @@ class Qwen3CoderReader(Reader):
             self._stray_in_call(at, "a call opens inside another")
         self.call_opens(at)
 
-    def _between(self, seg: str, seg_at: int, expected: str | None) -> None:
-        """After a block: `expected` before the next one; at the end (None) nothing."""
-        if seg == (expected or ""):
-            return
-        if seg.strip():
-            kind = Kind.TEXT_AFTER_BLOCK if expected is None else Kind.BAD_FRAMING
-            self.out.add(kind, seg_at, f"text after a tool call: `{snippet(seg)}`")
-            self.prose(seg, seg_at)
-        else:
-            want = "nothing" if expected is None else repr(expected)
-            self.out.add(Kind.BAD_FRAMING, seg_at, f"expected {want} between calls, found {seg!r}")
-
     def _open_call(self, at: int, opened: bool) -> None:
         self.call = CallDraft(at, opened)
 
-    def _framing(self, seg: str, seg_at: int, expected: str, where: str) -> None:
-        if seg != expected:
-            self.out.add(
-                Kind.BAD_FRAMING, seg_at, f"expected {expected!r} {where}, found {snippet(seg)!r}"
-            )
-            if self.call is not None:
-                self.call.broken = True
-
     def _after_head_or_param(self, seg: str, seg_at: int) -> None:
         if self.state is _S.ARGS:
-            self._framing(seg, seg_at, "\n", "after a parameter")
+            self.exactly(seg, seg_at, "\n", "after a parameter")
             return
         call = self.call
         assert call is not None
@@ -195,7 +167,7 @@ class Qwen3CoderReader(Reader):
             self.out.add(Kind.MALFORMED_CALL, seg_at, f"`{FUNCTION_OPEN}{snippet(seg)}` has no `>`")
             return
         call.set_name(self.out, seg[:gt], seg_at)
-        self._framing(seg[gt + 1 :], seg_at + gt + 1, "\n", "after the function's name")
+        self.exactly(seg[gt + 1 :], seg_at + gt + 1, "\n", "after the function's name")
 
     def _open_param(self, at: int) -> None:
         self.param_at = at
@@ -290,23 +262,14 @@ _CALL = re.compile(
 )
 
 
-def _draft(m: re.Match[str]) -> XmlCall | None:
-    params = xml_params(_PARAM, m, 2)
-    return None if params is None else XmlCall(m[1], m.start(), params)
-
-
-SHAPE = Shape(
-    markers=marker_test(MARKERS),
-    tails=Qwen3CoderReader.tails,
-    leaks=LEAKS,
+SHAPE = reader_shape(
+    Qwen3CoderReader,
+    LEAKS,
     first=TOOL_CALL_OPEN,
     call=_CALL,
-    draft=_draft,
+    draft=xml_draft(_PARAM),
     each=TOOL_CALL_OPEN,
     joint="\n",
-    think_open=THINK_OPEN,
-    think_close=THINK_CLOSE,
-    end_tokens=END_OF_TURN,
 )
 
 QWEN3_CODER = Family(

@@ -1,7 +1,8 @@
 """What every format's reader shares: where the reasoning ends, the end-of-turn token, prose.
 
 A format's reader (one module each) subclasses `Reader` and implements `on_marker`,
-`on_end`, `outside_text` and `in_call`. The base takes the reasoning markers and the
+`on_end`, `outside_text` and `in_call`; a format whose calls stand as blocks after the prose
+subclasses `BlockReader`, which has those two for it. The base takes the reasoning markers and the
 end-of-turn tokens while no call is open:
 
 - With no separately returned reasoning, the text before the first `</think>` (after an
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
+from repro.checkers.families.calls import CallDraft
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.leaks import MarkerTails, Where
 from repro.checkers.kinds import Kind
@@ -184,3 +186,49 @@ class Reader:
         if not self.content_seen and text.strip():
             self.content_seen = True
         self.out.text(text, at, Where.CONTENT)
+
+
+class BlockReader(Reader):
+    """A reader whose state is `prose_state` before the first call and `after_state` after a
+    call's block closes; every other state is inside a call."""
+
+    prose_state: object
+    after_state: object
+    after_what = "between calls"  # how a framing finding names the place
+
+    def __init__(self, out: Findings, reasoning_apart: bool) -> None:
+        super().__init__(out, reasoning_apart)
+        self.state = self.prose_state
+        self.call: CallDraft | None = None
+
+    def in_call(self) -> bool:
+        return self.state is not self.prose_state and self.state is not self.after_state
+
+    def outside_text(self, seg: str, seg_at: int) -> None:
+        if self.state is self.prose_state:
+            self.prose(seg, seg_at)
+        else:
+            self.after_block(seg, seg_at, None)
+
+    def exactly(self, seg: str, seg_at: int, expected: str, where: str) -> None:
+        """The framing `where` is `expected` to the byte; if not, the open call is broken."""
+        if seg != expected:
+            if self.call is not None:
+                self.call.broken = True
+            self.out.add(
+                Kind.BAD_FRAMING, seg_at, f"expected {expected!r} {where}, found {snippet(seg)!r}"
+            )
+
+    def after_block(self, seg: str, seg_at: int, expected: str | None) -> None:
+        """After a block: `expected` before the next one; at the end (None) nothing."""
+        if seg == (expected or ""):
+            return
+        if seg.strip():
+            kind = Kind.TEXT_AFTER_BLOCK if expected is None else Kind.BAD_FRAMING
+            self.out.add(kind, seg_at, f"text after a tool call: `{snippet(seg)}`")
+            self.prose(seg, seg_at)
+        else:
+            want = "nothing" if expected is None else repr(expected)
+            self.out.add(
+                Kind.BAD_FRAMING, seg_at, f"expected {want} {self.after_what}, found {seg!r}"
+            )

@@ -15,11 +15,16 @@ from enum import IntEnum, auto
 from typing import ClassVar
 
 from repro.checkers.families.calls import CallDraft, read_json_arguments
-from repro.checkers.families.canonical import JsonCall, Shape, free_text, json_object
+from repro.checkers.families.canonical import (
+    JsonCall,
+    Shape,
+    free_text,
+    json_object,
+    reader_shape,
+)
 from repro.checkers.families.findings import Findings
 from repro.checkers.families.json_payload import PayloadCache
 from repro.checkers.families.leaks import LeakScan
-from repro.checkers.families.lexer import marker_test
 from repro.checkers.families.reader import Reader
 from repro.checkers.kinds import Kind
 from repro.checkers.markup_scan import snippet
@@ -181,18 +186,14 @@ def section_shape(
             return None
         return JsonCall(m["name"], m.start(), m["args"], m.start("args"), value)
 
-    return Shape(
-        markers=marker_test(markers),
-        tails=reader.tails,
-        leaks=leaks,
+    return reader_shape(
+        reader,
+        leaks,
         first=r.section_begin,
         call=call,
         draft=draft,
         each=r.call_begin,
         prefix=r.section_begin,
         suffix=r.section_end,
-        think_open=r.think_open,
-        think_close=r.think_close,
-        end_tokens=r.end_tokens,
         series=series,
     )
