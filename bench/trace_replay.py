@@ -34,30 +34,11 @@ from pathlib import Path
 
 from repro.results.reading import read_run
 from repro.results.stats import wilson
-from repro.spec import PROFILES_DIR
 
-RECORDER = """
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the profile is test data
+from tests.recorded_profile import recorded_profile
 
-# repro record in front of the PD router: every chat turn of a run is appended to a trace
-# beside this profile (docs/traces.md, "Recording a run of repro").
-[topologies.pd_recorded]
-roles = ["prefill", "decode", "router", "recorder"]
-entry = "recorder"
-
-[roles.recorder]
-router = true
-command = ["{repro_python}", "-m", "repro", "record", "--upstream", "{router_url}",
-           "--host", "{host}", "--port", "{port}", "--out", "{profile_dir}/recorded.jsonl"]
-"""
 RUNS = ("builtin", "recorded", "scripted", "live", "scripted-fixed", "live-fixed")
-
-
-def recorded_profile(folder: Path) -> Path:
-    """The bundled sim profile plus a topology with `repro record` in front of the router."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "sim-recorded.toml"
-    path.write_text((PROFILES_DIR / "sim.toml").read_text() + RECORDER)
-    return path
 
 
 def uptime() -> str:

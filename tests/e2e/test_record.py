@@ -20,24 +20,13 @@ import pytest
 
 from repro.results import read_turns
 from repro.scenarios.trace.sessions import STUB
-from repro.spec import PROFILES_DIR
 from repro.traces import Trace, read_trace
 from tests.e2e import sim_server
 from tests.e2e.conftest import FAST, repro, summary
 from tests.e2e.sim_server import free_port
+from tests.recorded_profile import recorded_profile
 
 pytestmark = pytest.mark.e2e
-
-RECORDER_ROLE = """
-[topologies.pd_recorded]
-roles = ["prefill", "decode", "router", "recorder"]
-entry = "recorder"
-
-[roles.recorder]
-router = true
-command = ["{repro_python}", "-m", "repro", "record", "--upstream", "{router_url}",
-           "--host", "{host}", "--port", "{port}", "--out", "{profile_dir}/recorded.jsonl"]
-"""
 
 
 @contextmanager
@@ -76,8 +65,7 @@ def requests_of(trace: Trace) -> Counter[str]:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A run of 6 sessions through `repro record`, a profile role in front of the PD router."""
     folder = tmp_path_factory.mktemp("recorded")
-    profile = folder / "sim-recorded.toml"
-    profile.write_text((PROFILES_DIR / "sim.toml").read_text() + RECORDER_ROLE)
+    profile = recorded_profile(folder)
     run = folder / "run"
     done = repro("run", "--profile", str(profile), "--topology", "pd_recorded", "--sessions", "6",
                  *FAST, "--out", str(run))  # fmt: skip
