@@ -31,7 +31,9 @@ def chat_body(
         kwargs = {"thinking": thinking, "enable_thinking": thinking}
     body: dict[str, Any] = {
         "model": model,
-        "messages": messages,
+        # A copy: a scripted history appends to its list as it advances, and a body kept
+        # for later (the replay's alone answer, a failure's record) must stay as it was sent.
+        "messages": list(messages),
         "tools": tools,
         "stream": True,
         "stream_options": {"include_usage": True},

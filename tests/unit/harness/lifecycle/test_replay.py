@@ -193,3 +193,16 @@ def test_several_at_once_never_replays_two_turns_of_a_session_together_and_confi
     assert len(held_back) == replay.overturned > 0 and replay.confirmed == 0
     assert len(held_back) < len(turns)
     assert {v.divergence.kind for v in replay.turns.values()} == {"identical"}
+
+
+def test_a_request_held_back_for_the_alone_answer_is_still_the_one_the_load_sent(
+    tmp_path: Path,
+) -> None:
+    # A turn held for the alone answer at the end is sent after its session's later turns
+    # were rebuilt, from the same growing history: it must not have grown with it (it did,
+    # and the alone answer then came from a longer prompt: false `corrupt` verdicts).
+    turns = loaded_turns(4)
+    replay = Replay(SPEC, SCENARIO, "m", tmp_path, lambda: [])
+    held = [replay.rebuild(turn)[0] for turn in turns]
+    assert len(held) >= 3
+    assert [body_sha256(orjson.dumps(r)) for r in held] == [t.body_sha256 for t in turns]
