@@ -59,5 +59,11 @@ AXES: dict[str, Axis] = {
             ("default", "false"),
             "default (not sent); false (at most one call)",
         ),
+        Axis(
+            "special_tokens",
+            ("skipped", "kept"),
+            "skipped (not sent: the engine leaves special tokens' text out); kept "
+            "(skip_special_tokens false: their text stays in the answer)",
+        ),
     )
 }

@@ -36,6 +36,9 @@ FULL_MIX: dict[str, tuple[tuple[str, float], ...]] = {
     "logprobs": (("off", 0.6), ("on", 0.4)),
     "stop": (("none", 0.8), ("strings", 0.2)),
     "parallel_tool_calls": (("default", 0.7), ("false", 0.3)),
+    # Requests that keep special tokens beside ones that skip them: a batched detokenizer
+    # that applies one request's setting to all strips or leaks markers.
+    "special_tokens": (("skipped", 0.8), ("kept", 0.2)),
 }
 SHARE_TOLERANCE = 1e-6
 

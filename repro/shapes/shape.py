@@ -89,6 +89,8 @@ class Shape:
             body["stop"] = list(STOP_STRINGS)
         if self["parallel_tool_calls"] == "false":
             body["parallel_tool_calls"] = False
+        if self["special_tokens"] == "kept":
+            body["skip_special_tokens"] = False
         return body
 
     def thinking(self, run_thinking: bool) -> bool | None:

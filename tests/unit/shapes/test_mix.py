@@ -80,7 +80,8 @@ def test_each_shape_sends_its_fields() -> None:
     spec = RunSpec.build(max_output_tokens=512)
     shape = Shape(
         {"tool_choice": "named", "max_tokens": "tight", "reasoning": "budget", "stream": "off",
-         "n": "2", "logprobs": "on", "stop": "strings", "parallel_tool_calls": "false"},
+         "n": "2", "logprobs": "on", "stop": "strings", "parallel_tool_calls": "false",
+         "special_tokens": "kept"},
         "read_file",
     )  # fmt: skip
     body = chat_body(spec, "m", TOOLS, MESSAGES, shape)
@@ -90,6 +91,8 @@ def test_each_shape_sends_its_fields() -> None:
     assert body["chat_template_kwargs"] == {"thinking": True, "enable_thinking": True}
     assert body["thinking_token_budget"] == 32 and body["parallel_tool_calls"] is False
     assert body["logprobs"] is True and body["top_logprobs"] == 2
+    assert body["skip_special_tokens"] is False
+    assert "skip_special_tokens" not in chat_body(spec, "m", TOOLS, MESSAGES, Shape())
     schema = chat_body(spec, "m", TOOLS, MESSAGES, Shape({"response_format": "json_schema"}))
     assert schema["response_format"]["json_schema"]["schema"]["required"] == ["summary", "done"]
     off = chat_body(spec, "m", TOOLS, MESSAGES, Shape({"reasoning": "off"}))
