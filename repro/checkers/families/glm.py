@@ -60,9 +60,6 @@ class _S(IntEnum):
     BETWEEN = auto()  # after </tool_call>: (a newline) and the next call, or the end
 
 
-_OUTSIDE = frozenset({_S.PROSE, _S.BETWEEN})
-
-
 class GlmReader(BlockReader):
     prose_state, after_state = _S.PROSE, _S.BETWEEN
     rule = ReasoningRule.FORBIDDEN
@@ -83,7 +80,7 @@ class GlmReader(BlockReader):
             self._value(seg, seg_at)
             self.state = _S.PAIR_DONE
             return False
-        if marker == TOOL_CALL_OPEN and state in _OUTSIDE:
+        if marker == TOOL_CALL_OPEN and not self.in_call():
             if state is _S.PROSE:
                 self.prose(seg, seg_at)
             else:

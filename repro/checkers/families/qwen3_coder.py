@@ -68,9 +68,6 @@ class _S(IntEnum):
     BETWEEN = auto()  # after </tool_call>: a newline and the next block, or the end
 
 
-_OUTSIDE = frozenset({_S.PROSE, _S.BETWEEN})
-
-
 class Qwen3CoderReader(BlockReader):
     prose_state, after_state = _S.PROSE, _S.BETWEEN
     rule = ReasoningRule.IMPLICIT_END  # Qwen3.5 opens <tool_call> before </think>
@@ -231,7 +228,7 @@ class Qwen3CoderReader(BlockReader):
         self.state = _S.FUNC_DONE
 
     def _stray(self, marker: str, at: int) -> None:
-        if self.state in _OUTSIDE:
+        if not self.in_call():
             self.out.add(Kind.STRAY_MARKER, at, f"`{marker}` outside a call")
             return
         self._stray_in_call(at, f"`{marker}` where the call's grammar does not allow it")

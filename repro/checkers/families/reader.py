@@ -1,8 +1,8 @@
 """What every format's reader shares: where the reasoning ends, the end-of-turn token, prose.
 
 A format's reader (one module each) subclasses `Reader` and implements `on_marker`,
-`on_end`, `outside_text` and `in_call`; a format whose calls stand as blocks after the prose
-subclasses `BlockReader`, which has those two for it. The base takes the reasoning markers and the
+`on_end`, `outside_text` and `in_call` (`BlockReader` has the last two for a format whose
+calls stand as blocks after the prose). The base takes the reasoning markers and the
 end-of-turn tokens while no call is open:
 
 - With no separately returned reasoning, the text before the first `</think>` (after an
