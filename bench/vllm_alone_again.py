@@ -9,7 +9,7 @@ sent them (the replay's own rebuild, checked by sha256), launches the run's engi
 prints where each answer parts from the loaded tokens and from the end-of-replay
 reference's choice at the token where those two parted.
 
-    flock /tmp/repro-bench.lock python bench/vllm_alone_again.py RUN_DIR [--times 2]
+    flock /tmp/repro-bench.lock python bench/vllm_alone_again.py RUN_DIR [--times 2] [--model tiny]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     spec = RunSpec.model_validate(json.loads((run / "spec.json").read_text())["spec"])
     resolved = resolve(spec)
     wanted = corrupt_turns(run)
-    replay = Replay(spec, get_scenario(spec.scenario), "tiny", run, lambda: [])
+    replay = Replay(spec, get_scenario(spec.scenario), args.model, run, lambda: [])
     turns = [t for t in read_loaded(run) if (t.session_id, t.turn) in wanted]
     rows = []
     async with engine(resolved.spec, Path(args.out) / "logs", resolved) as endpoint:
@@ -80,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", help="a run folder of `repro run --oracle divergence`")
     parser.add_argument("--times", type=int, default=2)
+    parser.add_argument("--model", default="tiny", help="the model name the run sent")
     parser.add_argument("--out", default=tempfile.mkdtemp(prefix="vllm-alone-"))
     args = parser.parse_args()
     rows = anyio.run(main_async, args)
